@@ -1,0 +1,118 @@
+"""The fault catalog: every case's id, family, description and the spec clause it touches.
+
+The catalog owns the names; ``servers/reference/cases.py`` implements them (a test keeps the two
+in step). A case never states an expected outcome for any client: outcomes are observed. Where
+the specification constrains the client, ``clause`` quotes it and ``level`` says how strongly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Family = Literal["schema", "size"]
+Level = Literal["MUST", "SHOULD", "unspecified"]
+SchemaMode = Literal["advertised", "hidden", "none"]
+
+SPEC = "MCP specification 2025-11-25, server/tools"
+VALIDATE = "Clients SHOULD validate structured results against this schema."
+CONFORM = "If an output schema is provided: Servers MUST provide structured results that conform to this schema."
+BACKCOMPAT = (
+    "For backwards compatibility, a tool that returns structured content SHOULD also return the "
+    "serialized JSON in a TextContent block."
+)
+IS_ERROR = "Tool Execution Errors: Reported in tool results with isError: true."
+CONTENT_REQUIRED = "CallToolResult.content: ContentBlock[] is a required property (schema.ts)."
+NO_LIMIT = "The specification sets no limit on message or result size."
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fault case of the catalog."""
+
+    id: str
+    family: Family
+    description: str
+    clause: str
+    level: Level
+    schema_modes: tuple[SchemaMode, ...]
+    calls: int = 1
+    sends: str = ""
+
+
+def _schema(case_id: str, description: str, clause: str, level: Level, sends: str) -> Case:
+    return Case(case_id, "schema", description, clause, level, ("advertised", "hidden"), sends=sends)
+
+
+def _size(case_id: str, description: str, sends: str, calls: int = 1) -> Case:
+    return Case(case_id, "size", description, NO_LIMIT, "unspecified", ("none",), calls=calls, sends=sends)
+
+
+CASES: tuple[Case, ...] = (
+    _schema("ok", "Control: conforming structuredContent and the same data as JSON text.",
+            CONFORM, "MUST", "content=[text(JSON)], structuredContent={account_id, balance_minor, currency, as_of}"),
+    _schema("no-structured", "outputSchema declared, but only a text block is returned.",
+            CONFORM, "MUST", "content=[text(JSON)], no structuredContent"),
+    _schema("type-swap", "balance_minor (integer in the schema) sent as the string \"4071877\".",
+            VALIDATE, "SHOULD", "structuredContent.balance_minor = \"4071877\""),
+    _schema("drop-required", "The required field currency is missing.",
+            VALIDATE, "SHOULD", "structuredContent without currency"),
+    _schema("extra-field", "An extra field (branch) although additionalProperties is false.",
+            VALIDATE, "SHOULD", "structuredContent with branch=\"Zurich-3\""),
+    _schema("wrong-container", "structuredContent is an array holding the object, not the object.",
+            "structuredContent: { [key: string]: unknown } (an object, schema.ts). " + VALIDATE,
+            "MUST", "structuredContent=[{...}]"),
+    _schema("null-structured", "structuredContent is JSON null.",
+            "structuredContent is an optional object (schema.ts); null is not an object.",
+            "MUST", "structuredContent=null"),
+    _schema("iserror-bad-structured", "isError with structuredContent that does not match the schema.",
+            IS_ERROR + " The schema says nothing about validating error results.", "unspecified",
+            "isError=true, structuredContent={error: \"ledger_unavailable\"}"),
+    _schema("iserror-plain", "isError with a text message and no structuredContent.",
+            IS_ERROR, "unspecified", "isError=true, content=[text(message)]"),
+    _schema("iserror-valid-structured", "isError with conforming structuredContent.",
+            IS_ERROR, "unspecified", "isError=true, conforming structuredContent and its JSON text"),
+    _schema("diverge", "The text block names another account and amount than structuredContent.",
+            BACKCOMPAT, "SHOULD", "text = ACC-5518/129900 EUR, structuredContent = ACC-4471/4071877 USD"),
+    _schema("empty-content-structured", "content is an empty list; structuredContent is valid.",
+            BACKCOMPAT, "SHOULD", "content=[], conforming structuredContent"),
+    _schema("missing-content", "No content key at all; structuredContent is valid.",
+            CONTENT_REQUIRED, "MUST", "no content key, conforming structuredContent"),
+    _schema("corrupt-plausible", "Schema-valid data about another account (ACC-5518).",
+            CONFORM + " (conformance cannot detect wrong data)", "unspecified",
+            "conforming structuredContent and text for ACC-5518"),
+    _schema("error", "isError with the message an SDK server produces for a raised exception.",
+            IS_ERROR, "unspecified", "isError=true, content=[text(\"Error executing tool ...\")]"),
+    _schema("empty-string", "One text block with the empty string; nothing else.",
+            CONFORM, "MUST", "content=[text(\"\")]"),
+    _schema("truncate", "The JSON text is cut in half and structuredContent is dropped.",
+            CONFORM, "MUST", "content=[text(first half of the JSON)]"),
+    _schema("latency", "The correct answer, after a 2 s delay.",
+            "Implementations SHOULD establish timeouts for all sent requests (basic/lifecycle).",
+            "SHOULD", "the ok result after 2 s"),
+    _size("text-9mib", "One text block of 9,437,184 ASCII bytes.", "text of 9 MiB"),
+    _size("text-10mib", "One text block of 10,485,760 ASCII bytes.", "text of 10 MiB"),
+    _size("text-12mib", "One text block of 12,582,912 ASCII bytes.", "text of 12 MiB"),
+    _size("cjk-3m", "One text block of 3,000,000 CJK characters (9,000,000 UTF-8 bytes).",
+          "3,000,000 ideographs, 3 bytes each"),
+    _size("cjk-3.5m", "One text block of 3,500,000 CJK characters (10,500,000 UTF-8 bytes).",
+          "3,500,000 ideographs, 3 bytes each"),
+    _size("blob-7mib", "One image block of 7,340,032 raw bytes (base64 in data).",
+          "image/png, 7 MiB raw, 9,786,712 base64 characters"),
+    _size("blob-8mib", "One image block of 8,388,608 raw bytes (base64 in data).",
+          "image/png, 8 MiB raw, 11,184,812 base64 characters"),
+    _size("many-blocks", "100,000 small text blocks in one result.", "100,000 x text(\"block NNNNNN\")"),
+    _size("three-4mib", "Three calls in a row on one session, each answered with 4 MiB of text.",
+          "3 x text of 4 MiB", calls=3),
+)
+
+FAMILIES: tuple[Family, ...] = ("schema", "size")
+BY_ID: dict[str, Case] = {case.id: case for case in CASES}
+
+
+def get(case_id: str) -> Case:
+    """The case with this id; ``KeyError`` with the known ids otherwise."""
+    try:
+        return BY_ID[case_id]
+    except KeyError:
+        raise KeyError(f"unknown case {case_id!r}; known: {', '.join(BY_ID)}") from None

@@ -1,0 +1,123 @@
+"""Cells: one adapter variant x one case x one schema mode x one transport.
+
+:func:`build` expands the manifests and the catalog into cells, filtered and sharded;
+:meth:`Cell.to_file` is the cell file handed to an adapter (``docs/adapters.md``).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import catalog
+from .manifest import Adapter, Variant
+
+CONTRACT = 1
+TOOL_CALL = {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}}
+FOLLOWUP_TEXT = "follow-up"
+FOLLOWUP_CALL = {"name": "echo", "arguments": {"text": FOLLOWUP_TEXT}}
+
+BUDGET_S = {"schema": 30.0, "size": 60.0}
+"""Seconds the harness gives one adapter run, by family."""
+CLIENT_TIMEOUT_SHARE = 0.6
+"""The client's own request timeout, as a share of the budget, so that it fires first."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the matrix."""
+
+    adapter: Adapter
+    variant: Variant
+    case: catalog.Case
+    schema: catalog.SchemaMode
+    transport: str
+
+    @property
+    def column(self) -> str:
+        return self.adapter.column(self.variant)
+
+    @property
+    def key(self) -> str:
+        """A stable id, safe as a directory name."""
+        return "--".join((self.adapter.name, self.variant.id, self.case.id, self.schema, self.transport))
+
+    @property
+    def budget_s(self) -> float:
+        return BUDGET_S[self.case.family] + (self.case.calls - 1) * BUDGET_S[self.case.family] / 2
+
+    def server_args(self, server_dir: Path, journal: Path) -> list[str]:
+        return [str(server_dir), "--case", self.case.id, "--schema", self.schema, "--journal", str(journal)]
+
+    def to_file(self, server_dir: Path, journal: Path) -> dict[str, Any]:
+        """The cell file an adapter receives."""
+        budget_ms = int(self.budget_s * 1000)
+        return {
+            "contract": CONTRACT,
+            "cell_id": self.key,
+            "adapter": self.adapter.name,
+            "variant": self.variant.id,
+            "options": dict(self.variant.options),
+            "case": self.case.id,
+            "transport": self.transport,
+            "server": {
+                "command": sys.executable,
+                "args": self.server_args(server_dir, journal),
+                "env": {},
+                "url": None,
+            },
+            "calls": [TOOL_CALL] * self.case.calls,
+            "followup": FOLLOWUP_CALL,
+            "call_timeout_ms": int(budget_ms * CLIENT_TIMEOUT_SHARE / self.case.calls),
+            "budget_ms": budget_ms,
+        }
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Filters over the cell space; empty tuples select everything."""
+
+    adapters: tuple[str, ...] = ()
+    cases: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+    shard: tuple[int, int] = (1, 1)
+
+    def __post_init__(self) -> None:
+        index, count = self.shard
+        if not 1 <= index <= count:
+            raise ValueError(f"shard {index}/{count}: expected 1 <= index <= count")
+
+
+def _matches(value: str, wanted: Iterable[str]) -> bool:
+    wanted = tuple(wanted)
+    return not wanted or value in wanted
+
+
+def build(adapters: list[Adapter], selection: Selection = Selection()) -> list[Cell]:
+    """All selected cells, in a stable order (case-major, so that slow families spread out)."""
+    for name in selection.adapters:
+        if name not in {a.name for a in adapters} and name not in {
+            a.column(v) for a in adapters for v in a.variants
+        }:
+            raise ValueError(f"unknown adapter {name!r}; known: {', '.join(a.name for a in adapters)}")
+    for case_id in selection.cases:
+        catalog.get(case_id)
+    for family in selection.families:
+        if family not in catalog.FAMILIES:
+            raise ValueError(f"unknown family {family!r}; known: {', '.join(catalog.FAMILIES)}")
+    cells = [
+        Cell(adapter, variant, case, schema, transport)
+        for case in catalog.CASES
+        if _matches(case.id, selection.cases) and _matches(case.family, selection.families)
+        for schema in case.schema_modes
+        for adapter in adapters
+        for variant in adapter.variants
+        if not selection.adapters
+        or adapter.name in selection.adapters
+        or adapter.column(variant) in selection.adapters
+        for transport in adapter.transports
+    ]
+    index, count = selection.shard
+    return [cell for position, cell in enumerate(cells) if position % count == index - 1]

@@ -1,0 +1,192 @@
+"""From cell records to one classified row per cell (pandas).
+
+Two steps, both harness-side (adapters only report facts):
+
+1. :func:`facts` flattens a record into plain columns: how the process ended, what the case's
+   calls and the follow-up did, what the server sent (from its journal), what differs.
+2. :func:`classify` derives the outcome from those columns with one ordered rule list
+   (:data:`RULES`); the first rule that holds wins. The outcome words are defined in
+   ``docs/architecture.md`` and in the report's legend.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from . import compare
+from .cells import FOLLOWUP_TEXT
+
+OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", "harness-error")
+SHORT_MESSAGE = 160
+TIMEOUT_CODES = {-32001, 408}
+TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
+
+COLUMNS = (
+    "client", "adapter", "variant", "case", "family", "schema", "transport", "outcome",
+    "timeout_by", "followup", "altered", "altered_fields", "stage", "error_type", "error_code",
+    "error_message", "transport_errors", "transport_error_count", "package", "package_version",
+    "duration_ms", "wall_ms", "frame_bytes", "tools_list_called", "server_exit", "exit_code", "key",
+)
+
+
+def _error_text(error: dict[str, Any] | None) -> str:
+    if not error:
+        return ""
+    code = f" {error['code']}" if error.get("code") is not None else ""
+    return f"{error.get('type', '?')}{code}: {error.get('message', '')}"
+
+
+def is_client_timeout(error: dict[str, Any] | None) -> bool:
+    """Whether an error raised by a client is its own request timeout."""
+    if not error:
+        return False
+    return error.get("code") in TIMEOUT_CODES or bool(TIMEOUT_TEXT.search(error.get("type", "") + " " + error.get("message", "")))
+
+
+def _followup(observation: dict[str, Any] | None) -> str:
+    followup = (observation or {}).get("followup")
+    if not followup:
+        return "none"
+    result = followup.get("result") if followup.get("status") == "returned" else None
+    content = (result or {}).get("content") if isinstance(result, dict) else None
+    texts = [block.get("text") for block in content or [] if isinstance(block, dict)]
+    ok = FOLLOWUP_TEXT in texts and not (result or {}).get("isError")
+    return "ok" if ok else "failed"
+
+
+def _sent_results(journal: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages the server sent in answer to the case's tool calls, in order."""
+    call_ids = [
+        event.get("id") for event in journal
+        if event.get("event") == "recv" and event.get("method") == "tools/call"
+        and isinstance(event.get("params"), dict) and event["params"].get("name") == "get_account_balance"
+    ]
+    sends = {event.get("id"): event for event in journal if event.get("event") == "send"}
+    return [sends[call_id] for call_id in call_ids if call_id in sends]
+
+
+def facts(record: dict[str, Any]) -> dict[str, Any]:
+    """The flat facts of one cell record."""
+    observation = record.get("observation")
+    proc = record.get("process") or {}
+    journal = record.get("journal") or []
+    calls = (observation or {}).get("calls") or []
+    initialize = (observation or {}).get("initialize") or {}
+    raised = [call for call in calls if call.get("status") == "raised"]
+    returned = [call for call in calls if call.get("status") == "returned"]
+    sent = _sent_results(journal)
+    altered_fields: list[str] = []
+    for index, call in enumerate(calls):
+        if call.get("status") == "returned" and index < len(sent):
+            for name in compare.differences(call.get("result"), (sent[index].get("message") or {}).get("result")):
+                if name not in altered_fields:
+                    altered_fields.append(name)
+    first_error = initialize.get("error") if initialize.get("status") == "raised" else (
+        raised[0].get("error") if raised else None)
+    transport_errors = (observation or {}).get("transport_errors") or []
+    exits = [event for event in journal if event.get("event") == "exit"]
+    return {
+        "key": record["key"],
+        "client": record["column"],
+        "adapter": record["adapter"],
+        "variant": record["variant"],
+        "case": record["case"],
+        "family": record["family"],
+        "schema": record["schema"],
+        "transport": record["transport"],
+        "harness_error": record.get("harness_error"),
+        "timed_out": bool(proc.get("timed_out")),
+        "has_observation": observation is not None,
+        "exit_code": proc.get("exit_code"),
+        "init_raised": initialize.get("status") == "raised",
+        "call_raised": bool(raised),
+        "call_is_error": any(isinstance(c.get("result"), dict) and bool(c["result"].get("isError")) for c in returned),
+        "client_timeout": is_client_timeout(first_error),
+        "followup": _followup(observation),
+        "altered": bool(altered_fields) if returned and sent else None,
+        "altered_fields": ",".join(altered_fields),
+        "error": first_error,
+        "transport_errors": "; ".join(_error_text(e) for e in transport_errors)[:2000],
+        "transport_error_count": len(transport_errors),
+        "package_version_observed": (observation or {}).get("package_version"),
+        "duration_ms": sum(float(c.get("duration_ms") or 0) for c in calls) if calls else None,
+        "wall_ms": proc.get("wall_ms"),
+        "frame_bytes": max((event.get("bytes", 0) for event in sent), default=None),
+        "tools_list_called": any(e.get("event") == "recv" and e.get("method") == "tools/list" for e in journal),
+        "server_exit": exits[-1].get("reason") if exits else None,
+        "budget_ms": record.get("budget_ms"),
+    }
+
+
+Condition = Callable[[pd.DataFrame], pd.Series]
+
+RULES: tuple[tuple[str, str, Condition], ...] = (
+    # (outcome, stage, condition over the facts frame); the first that holds wins, else "pass"
+    ("harness-error", "harness", lambda f: f.harness_error.notna()),
+    ("timeout", "call", lambda f: f.timed_out),
+    ("crash", "process", lambda f: ~f.has_observation),
+    ("disconnect", "initialize", lambda f: f.init_raised),
+    ("timeout", "call", lambda f: f.call_raised & f.client_timeout),
+    ("disconnect", "call", lambda f: f.call_raised & f.followup.ne("ok")),
+    ("disconnect", "followup", lambda f: f.followup.ne("ok")),
+    ("reject", "call", lambda f: f.call_raised),
+    ("error-result", "call", lambda f: f.call_is_error),
+)
+
+
+def classify(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add ``outcome``, ``stage``, ``timeout_by`` and the error columns to a facts frame."""
+    frame = frame.copy()
+    conditions = [rule(frame).fillna(False).astype(bool) for _, _, rule in RULES]
+    frame["outcome"] = np.select(conditions, [o for o, _, _ in RULES], default="pass")
+    frame["stage"] = np.select(conditions, [s for _, s, _ in RULES], default="call")
+    frame["timeout_by"] = np.select(
+        [frame["outcome"].eq("timeout") & frame["timed_out"], frame["outcome"].eq("timeout")],
+        ["harness", "client"], default="")
+    errors = frame["error"]
+    frame["error_type"] = errors.map(lambda e: e.get("type") if e else None).astype(object)
+    frame["error_code"] = errors.map(lambda e: e.get("code") if e else None).astype("Int64")
+    frame["error_message"] = errors.map(lambda e: e.get("message") if e else None).astype(object)
+    harness_killed = frame["outcome"].eq("timeout") & frame["timed_out"]
+    frame.loc[harness_killed, "error_type"] = "HarnessTimeout"
+    frame.loc[harness_killed, "error_message"] = frame.loc[harness_killed, "budget_ms"].map(
+        lambda ms: f"no observation within the cell budget of {ms / 1000:.0f} s; the harness killed the process group")
+    crashed = frame["outcome"].eq("crash")
+    frame.loc[crashed, "error_type"] = "AdapterCrash"
+    frame.loc[crashed, "error_message"] = frame.loc[crashed, "exit_code"].map(
+        lambda code: f"the adapter exited with code {code} without writing an observation")
+    failed = frame["outcome"].eq("harness-error")
+    frame.loc[failed, "error_type"] = "HarnessError"
+    frame.loc[failed, "error_message"] = frame.loc[failed, "harness_error"]
+    frame["altered"] = frame["altered"].astype("boolean")
+    frame.loc[~frame["outcome"].isin(["pass", "error-result"]), "altered"] = pd.NA
+    return frame
+
+
+def short_error(row: pd.Series) -> str:
+    """The one-line error shown in a matrix cell."""
+    if not row.get("error_type"):
+        return ""
+    code = row.get("error_code")
+    head = f"{row['error_type']}" + (f" {code}" if pd.notna(code) else "")
+    message = str(row.get("error_message") or "").strip().splitlines()
+    text = f"{head}: {message[0] if message else ''}"
+    return text if len(text) <= SHORT_MESSAGE else text[: SHORT_MESSAGE - 1] + "…"
+
+
+def cells_frame(records: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataFrame:
+    """One classified row per cell, with the run's package versions."""
+    frame = pd.DataFrame([facts(record) for record in records])
+    if frame.empty:
+        return pd.DataFrame(columns=list(COLUMNS))
+    frame = classify(frame)
+    adapters = meta.get("adapters", {})
+    frame["package"] = frame["adapter"].map(lambda name: (adapters.get(name) or {}).get("package"))
+    frame["package_version"] = frame["adapter"].map(
+        lambda name: (adapters.get(name) or {}).get("package_version"))
+    frame["package_version"] = frame["package_version"].fillna(frame["package_version_observed"])
+    return frame[list(COLUMNS)].sort_values(["family", "case", "schema", "client"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,172 @@
+"""Command line: ``python -m harness prepare | run | report | list``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import catalog, cells, environments, manifest, meta, report, runner, store
+from .classify import cells_frame
+from .environments import Layout, PrepareError
+from .progress import Progress
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected INDEX/COUNT, e.g. 2/8") from None
+    if not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected 1 <= INDEX <= COUNT")
+    return index, count
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: this one)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def selection(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--adapter", action="append", default=[],
+                             help="adapter or column (adapter/variant); repeatable")
+        command.add_argument("--case", action="append", default=[], help="case id; repeatable")
+        command.add_argument("--family", action="append", default=[], choices=catalog.FAMILIES)
+
+    prepare = sub.add_parser("prepare", help="build the adapters' environments (cached)")
+    prepare.add_argument("--adapter", action="append", default=[])
+    run = sub.add_parser("run", help="run the matrix into results/<run-id>/")
+    selection(run)
+    run.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)
+    run.add_argument("--shard", type=_shard, default=(1, 1), help="run shard INDEX of COUNT, e.g. 2/8")
+    run.add_argument("--run-id", default=None, help="name of the run directory (default: UTC time)")
+    run.add_argument("--resume", nargs="?", const="latest", default=None, metavar="RUN_ID",
+                     help="finish an interrupted run (default: the latest)")
+    rep = sub.add_parser("report", help="render reports/ from a run")
+    rep.add_argument("--run", default="latest", help="run id (default: the latest)")
+    rep.add_argument("--out", type=Path, default=None, help="output directory (default: reports/)")
+    listing = sub.add_parser("list", help="show adapters, columns and the cell count")
+    selection(listing)
+    return parser
+
+
+def _adapters(layout: Layout, names: list[str]) -> list[manifest.Adapter]:
+    found = manifest.discover(layout.clients)
+    if names:
+        wanted = {name.split("/")[0] for name in names}
+        unknown = wanted - {a.name for a in found}
+        if unknown:
+            raise ValueError(f"unknown adapter(s) {', '.join(sorted(unknown))}; known: {', '.join(a.name for a in found)}")
+        found = [a for a in found if a.name in wanted]
+    return found
+
+
+def _prepare(layout: Layout, adapters: list[manifest.Adapter]) -> dict[str, str]:
+    """Prepare each adapter; returns the broken ones (name -> why) and prints progress."""
+    broken: dict[str, str] = {}
+    for adapter in adapters:
+        try:
+            built = environments.prepare(layout, adapter)
+        except (PrepareError, OSError) as exc:
+            broken[adapter.name] = str(exc)
+            print(f"prepare {adapter.name}: FAILED: {exc}", file=sys.stderr)
+            continue
+        print(f"prepare {adapter.name}: {'built' if built else 'cached'}", file=sys.stderr)
+    return broken
+
+
+def cmd_prepare(layout: Layout, args: argparse.Namespace) -> int:
+    broken = _prepare(layout, _adapters(layout, args.adapter))
+    return 1 if broken else 0
+
+
+def _selection(args: argparse.Namespace) -> cells.Selection:
+    return cells.Selection(tuple(args.adapter), tuple(args.case), tuple(args.family), getattr(args, "shard", (1, 1)))
+
+
+def cmd_list(layout: Layout, args: argparse.Namespace) -> int:
+    adapters = _adapters(layout, args.adapter)
+    for adapter in adapters:
+        columns = ", ".join(adapter.column(v) for v in adapter.variants)
+        print(f"{adapter.name:<16} {adapter.runtime:<7} {adapter.package or '-':<28} {columns}")
+    selected = cells.build(adapters, _selection(args))
+    print(f"{len(selected)} cells")
+    return 0
+
+
+def _open_run(layout: Layout, args: argparse.Namespace) -> tuple[store.RunStore, set[str], dict[str, Any] | None]:
+    """The run to write into, the keys it has recorded, and its metadata (None for a new run)."""
+    if not args.resume:
+        run = store.RunStore(layout.results / (args.run_id or store.new_run_id()))
+        if run.records_path.exists():
+            raise FileExistsError(f"{run.directory}: run exists; use --resume {run.run_id}")
+        run.create()
+        return run, set(), None
+    run = store.latest_run(layout.results) if args.resume == "latest" else store.RunStore(layout.results / args.resume)
+    if not run.meta_path.exists():
+        raise FileNotFoundError(f"{run.meta_path}: no such run to resume")
+    run_meta = run.read_meta()
+    run_meta.setdefault("resumed", []).append(datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    return run, run.compact(), run_meta
+
+
+def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
+    adapters = _adapters(layout, args.adapter)
+    selected = cells.build(adapters, _selection(args))
+    run, done, run_meta = _open_run(layout, args)
+    todo = [cell for cell in selected if cell.key not in done]
+    if done:
+        print(f"resuming {run.run_id}: {len(done)} cells recorded, {len(todo)} to run", file=sys.stderr)
+    broken = _prepare(layout, [a for a in adapters if a.name in {c.adapter.name for c in todo}])
+    if run_meta is None:
+        settings = {"jobs": args.jobs, "shard": list(args.shard), "adapters": args.adapter,
+                    "cases": args.case, "families": args.family, "cells": len(selected)}
+        run_meta = meta.collect(layout, adapters, run.run_id, settings)
+        run_meta["prepare_failures"] = broken
+    run.write_meta(run_meta)
+    progress = Progress(total=len(done) + len(todo), done=len(done))
+
+    def on_record(record: dict[str, Any]) -> None:
+        row = cells_frame([record], run_meta).iloc[0]
+        seconds = (record.get("process") or {}).get("wall_ms")
+        label = f"{record['column']} {record['case']} {record['schema']}"
+        progress.update(label, row["outcome"], seconds / 1000 if seconds else None)
+
+    try:
+        runner.run_all(layout, run, todo, jobs=args.jobs, broken=broken, on_record=on_record)
+    except runner.Interrupted as exc:
+        progress.close()
+        print(f"{exc}; finish with: python -m harness run --resume {run.run_id}", file=sys.stderr)
+        return 130
+    progress.close()
+    run_meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    run.write_meta(run_meta)
+    print(f"results: {run.directory}", file=sys.stderr)
+    return 0
+
+
+def cmd_report(layout: Layout, args: argparse.Namespace) -> int:
+    run = store.latest_run(layout.results) if args.run == "latest" else store.RunStore(layout.results / args.run)
+    out = args.out or layout.reports
+    count = report.render(run, out, layout)
+    print(f"report: {out / 'index.html'} ({count} cells from run {run.run_id})", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"prepare": cmd_prepare, "run": cmd_run, "report": cmd_report, "list": cmd_list}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    layout = Layout(args.root.resolve())
+    try:
+        return COMMANDS[args.command](layout, args)
+    except (manifest.ManifestError, ValueError, KeyError, FileNotFoundError, FileExistsError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,169 @@
+"""Client environments for the local backend: a venv per Python adapter, ``npm ci`` per Node one.
+
+Environments are cached: a stamp file records a hash of the dependency files and the runtime
+version, and :func:`prepare` does nothing when the stamp still matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .manifest import Adapter
+
+STAMP = ".mcpcm-stamp"
+PYTHON_DEPS = ("requirements.txt",)
+NODE_DEPS = ("package.json", "package-lock.json")
+
+
+class PrepareError(RuntimeError):
+    """An environment could not be built; the message names the adapter and the command."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where things live in a checkout."""
+
+    root: Path
+
+    @property
+    def clients(self) -> Path:
+        return self.root / "clients"
+
+    @property
+    def support(self) -> Path:
+        return self.clients / "_support"
+
+    @property
+    def server(self) -> Path:
+        return self.root / "servers" / "reference"
+
+    @property
+    def envs(self) -> Path:
+        return self.root / ".envs"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+
+def node_executable() -> str:
+    """The ``node`` on PATH; a clear error when there is none."""
+    node = shutil.which("node")
+    if node is None:
+        raise PrepareError("node is not on PATH: Node >= 18 is needed for the node adapters")
+    return node
+
+
+def runtime_version(runtime: str) -> str:
+    """The version of the runtime the adapters of this kind run on."""
+    if runtime == "python":
+        return sys.version.split()[0]
+    return subprocess.run([node_executable(), "--version"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
+    digest = hashlib.sha256(runtime_version(adapter.runtime).encode())
+    for name in files:
+        path = adapter.directory / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"<absent>"))
+    return digest.hexdigest()
+
+
+def env_dir(layout: Layout, adapter: Adapter) -> Path:
+    """Where the adapter's environment lives (a venv, or the adapter's ``node_modules``)."""
+    if adapter.runtime == "python":
+        return layout.envs / adapter.name
+    return adapter.directory / "node_modules"
+
+
+def _run(adapter: Adapter, command: list[str], cwd: Path, log: Path) -> None:
+    with open(log, "ab") as out:
+        out.write(f"$ {' '.join(command)}\n".encode())
+        out.flush()
+        code = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT).returncode
+    if code != 0:
+        raise PrepareError(f"{adapter.name}: `{' '.join(command)}` exited {code}; see {log}")
+
+
+def is_ready(layout: Layout, adapter: Adapter) -> bool:
+    stamp = env_dir(layout, adapter) / STAMP
+    files = PYTHON_DEPS if adapter.runtime == "python" else NODE_DEPS
+    return stamp.is_file() and stamp.read_text() == _fingerprint(adapter, files)
+
+
+def prepare(layout: Layout, adapter: Adapter) -> bool:
+    """Build the adapter's environment unless the cached one matches; True when it was built."""
+    if is_ready(layout, adapter):
+        return False
+    target = env_dir(layout, adapter)
+    layout.envs.mkdir(parents=True, exist_ok=True)
+    log = layout.envs / f"{adapter.name}.log"
+    log.write_bytes(b"")
+    if target.exists():
+        shutil.rmtree(target)
+    if adapter.runtime == "python":
+        _run(adapter, [sys.executable, "-m", "venv", str(target)], layout.root, log)
+        requirements = adapter.directory / "requirements.txt"
+        if requirements.exists():
+            pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
+                   "-q", "-r", str(requirements)]
+            _run(adapter, pip, adapter.directory, log)
+        files = PYTHON_DEPS
+    else:
+        if not (adapter.directory / "package-lock.json").exists():
+            raise PrepareError(f"{adapter.directory}/package-lock.json: missing (pin with a lockfile)")
+        npm = shutil.which("npm")
+        if npm is None:
+            raise PrepareError("npm is not on PATH: it installs the node adapters")
+        _run(adapter, [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], adapter.directory, log)
+        files = NODE_DEPS
+    (target / STAMP).write_text(_fingerprint(adapter, files))
+    return True
+
+
+def command(layout: Layout, adapter: Adapter, cell_file: Path, observation: Path) -> list[str]:
+    """The command line that runs the adapter on one cell."""
+    if adapter.runtime == "python":
+        interpreter = str(env_dir(layout, adapter) / "bin" / "python")
+    else:
+        interpreter = node_executable()
+    return [interpreter, str(adapter.entry_path), str(cell_file), str(observation)]
+
+
+def process_env(layout: Layout) -> dict[str, str]:
+    """The environment adapters run with: the harness's own, plus the support path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(layout.support)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def installed_version(layout: Layout, adapter: Adapter) -> str | None:
+    """The installed version of the adapter's package, read from its environment."""
+    if not adapter.package:
+        return None
+    if adapter.runtime == "python":
+        python = env_dir(layout, adapter) / "bin" / "python"
+        code = f"import importlib.metadata as m; print(m.version({adapter.package!r}))"
+        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+        if done.returncode != 0:
+            return None
+        return done.stdout.strip() or None
+    manifest = env_dir(layout, adapter) / adapter.package / "package.json"
+    try:
+        return str(json.loads(manifest.read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return None

@@ -1,0 +1,153 @@
+"""Adapter manifests (``clients/<name>/adapter.toml``): discovery and validation.
+
+A manifest that does not validate raises :class:`ManifestError` naming the file and the key; the
+run never starts with a half-understood adapter.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+Option = Union[str, int, float, bool]
+
+RUNTIMES = ("python", "node")
+TRANSPORTS = ("stdio",)
+KNOWN_KEYS = {"name", "title", "runtime", "package", "entry", "transports", "variants"}
+VARIANT_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+TYPED_OPTIONS: dict[str, type] = {"list_tools": bool, "max_buffer_bytes": int}
+
+
+class ManifestError(ValueError):
+    """A manifest is missing, unreadable or invalid; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One configuration of an adapter: a column of the matrix."""
+
+    id: str
+    description: str
+    options: dict[str, Option]
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A validated adapter manifest."""
+
+    name: str
+    title: str
+    runtime: str
+    package: str
+    entry: str
+    transports: tuple[str, ...]
+    variants: tuple[Variant, ...]
+    directory: Path
+
+    @property
+    def entry_path(self) -> Path:
+        return self.directory / self.entry
+
+    def column(self, variant: Variant) -> str:
+        """The matrix column name: ``adapter/variant``, or ``adapter`` for a lone ``default``."""
+        if len(self.variants) == 1 and variant.id == "default":
+            return self.name
+        return f"{self.name}/{variant.id}"
+
+
+def _fail(path: Path, key: str, problem: str) -> ManifestError:
+    return ManifestError(f"{path}: {key}: {problem}")
+
+
+def _string(path: Path, data: dict[str, Any], key: str, *, allow_empty: bool = False) -> str:
+    if key not in data:
+        raise _fail(path, key, "missing")
+    value = data[key]
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise _fail(path, key, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _variant(path: Path, variant_id: str, table: Any) -> Variant:
+    key = f"variants.{variant_id}"
+    if not VARIANT_ID.match(variant_id):
+        raise _fail(path, key, "variant ids use lowercase letters, digits and '-'")
+    if not isinstance(table, dict):
+        raise _fail(path, key, "expected a table")
+    description = table.get("description", "")
+    if not isinstance(description, str):
+        raise _fail(path, f"{key}.description", f"expected a string, got {description!r}")
+    options: dict[str, Option] = {}
+    for name, value in table.items():
+        if name == "description":
+            continue
+        if not isinstance(value, (str, int, float, bool)):
+            raise _fail(path, f"{key}.{name}", f"options are scalars, got {type(value).__name__}")
+        expected = TYPED_OPTIONS.get(name)
+        if expected is not None and (type(value) is not expected):
+            raise _fail(path, f"{key}.{name}", f"expected {expected.__name__}, got {value!r}")
+        options[name] = value
+    return Variant(variant_id, description, options)
+
+
+def load(path: Path) -> Adapter:
+    """Load and validate one ``adapter.toml``."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise _fail(path, unknown[0], f"unknown key (known: {', '.join(sorted(KNOWN_KEYS))})")
+    directory = path.parent
+    name = _string(path, data, "name")
+    if name != directory.name:
+        raise _fail(path, "name", f"{name!r} must equal the directory name {directory.name!r}")
+    runtime = _string(path, data, "runtime")
+    if runtime not in RUNTIMES:
+        raise _fail(path, "runtime", f"expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    entry = _string(path, data, "entry")
+    if not (directory / entry).is_file():
+        raise _fail(path, "entry", f"{entry!r} does not exist in {directory}")
+    transports = data.get("transports")
+    if not isinstance(transports, list) or not transports:
+        raise _fail(path, "transports", f"expected a non-empty list, got {transports!r}")
+    for transport in transports:
+        if transport not in TRANSPORTS:
+            raise _fail(path, "transports", f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
+    variants = data.get("variants")
+    if not isinstance(variants, dict) or not variants:
+        raise _fail(path, "variants", "at least one [variants.<id>] table is required")
+    return Adapter(
+        name=name,
+        title=_string(path, data, "title"),
+        runtime=runtime,
+        package=_string(path, data, "package", allow_empty=True),
+        entry=entry,
+        transports=tuple(transports),
+        variants=tuple(_variant(path, vid, table) for vid, table in variants.items()),
+        directory=directory,
+    )
+
+
+def discover(clients_dir: Path) -> list[Adapter]:
+    """Every adapter under ``clients_dir`` (directories starting with ``_`` are support code)."""
+    adapters = []
+    for directory in sorted(p for p in clients_dir.iterdir() if p.is_dir()):
+        if directory.name.startswith((".", "_")):
+            continue
+        manifest = directory / "adapter.toml"
+        if not manifest.is_file():
+            raise ManifestError(f"{manifest}: missing (every directory in {clients_dir} is an adapter)")
+        adapters.append(load(manifest))
+    return adapters

@@ -1,0 +1,107 @@
+"""Reading and validating an adapter's observation (``docs/adapters.md``, contract 1).
+
+:func:`read` returns the observation with long strings and arrays elided, or raises
+:class:`ObservationError` naming the file and the field that is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from servers.reference.elide import elide
+
+CONTRACT = 1
+STEP_STATUSES = ("ok", "raised")
+CALL_STATUSES = ("returned", "raised")
+
+
+class ObservationError(ValueError):
+    """An observation is not valid JSON or does not follow the contract."""
+
+
+def _check(condition: bool, path: Path, field: str, problem: str) -> None:
+    if not condition:
+        raise ObservationError(f"{path}: {field}: {problem}")
+
+
+def _error(path: Path, field: str, value: Any) -> None:
+    if value is None:
+        return
+    _check(isinstance(value, dict), path, field, "expected an Error object or null")
+    _check(isinstance(value.get("type"), str), path, f"{field}.type", "expected a string")
+    _check(isinstance(value.get("message"), str), path, f"{field}.message", "expected a string")
+    code = value.get("code")
+    _check(code is None or (isinstance(code, int) and not isinstance(code, bool)), path,
+           f"{field}.code", f"expected an integer or null, got {code!r}")
+    chain = value.get("chain", [])
+    _check(isinstance(chain, list), path, f"{field}.chain", "expected a list")
+    for index, item in enumerate(chain):
+        _error(path, f"{field}.chain[{index}]", item)
+
+
+def _duration(path: Path, field: str, value: Any) -> None:
+    _check(isinstance(value, (int, float)) and not isinstance(value, bool), path, field,
+           f"expected a number, got {value!r}")
+
+
+def _step(path: Path, field: str, value: Any, *, nullable: bool) -> None:
+    if value is None:
+        _check(nullable, path, field, "must not be null")
+        return
+    _check(isinstance(value, dict), path, field, "expected an object")
+    _check(value.get("status") in STEP_STATUSES, path, f"{field}.status",
+           f"expected one of {STEP_STATUSES}, got {value.get('status')!r}")
+    _error(path, f"{field}.error", value.get("error"))
+    _check(value["status"] == "ok" or value.get("error") is not None, path, f"{field}.error",
+           "a raised step needs an error")
+    _duration(path, f"{field}.duration_ms", value.get("duration_ms"))
+
+
+def _call(path: Path, field: str, value: Any) -> None:
+    _check(isinstance(value, dict), path, field, "expected an object")
+    status = value.get("status")
+    _check(status in CALL_STATUSES, path, f"{field}.status", f"expected one of {CALL_STATUSES}, got {status!r}")
+    if status == "returned":
+        _check("result" in value, path, f"{field}.result", "missing for a returned call")
+    else:
+        _check(value.get("error") is not None, path, f"{field}.error", "a raised call needs an error")
+    _error(path, f"{field}.error", value.get("error"))
+    _duration(path, f"{field}.duration_ms", value.get("duration_ms"))
+
+
+def validate(data: Any, path: Path) -> None:
+    """Raise :class:`ObservationError` unless ``data`` follows the observation contract."""
+    _check(isinstance(data, dict), path, "(root)", "expected a JSON object")
+    _check(data.get("contract") == CONTRACT, path, "contract", f"expected {CONTRACT}, got {data.get('contract')!r}")
+    for key in ("package_version", "runtime_version"):
+        _check(data.get(key) is None or isinstance(data.get(key), str), path, key, "expected a string or null")
+    _step(path, "initialize", data.get("initialize"), nullable=False)
+    _step(path, "list_tools", data.get("list_tools"), nullable=True)
+    _step(path, "close", data.get("close"), nullable=True)
+    calls = data.get("calls")
+    _check(isinstance(calls, list), path, "calls", "expected a list")
+    for index, call in enumerate(calls):
+        _call(path, f"calls[{index}]", call)
+    if data.get("followup") is not None:
+        _call(path, "followup", data["followup"])
+    errors = data.get("transport_errors")
+    _check(isinstance(errors, list), path, "transport_errors", "expected a list")
+    for index, error in enumerate(errors):
+        _error(path, f"transport_errors[{index}]", error)
+
+
+def read(path: Path) -> dict[str, Any]:
+    """Parse, validate and elide the observation at ``path``."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ObservationError(f"{path}: cannot read: {exc.strerror}") from exc
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        excerpt = raw[:80].decode("utf-8", "replace")
+        raise ObservationError(f"{path}: not valid JSON ({exc}); starts with {excerpt!r}") from exc
+    validate(data, path)
+    return elide(data)

@@ -1,0 +1,107 @@
+"""Bounded execution of one adapter process and everything it starts.
+
+The adapter runs in a new session (its own process group). When it exits or its budget runs out
+the whole group is killed and reaped; processes that left the group (an SDK may start the server
+in a session of its own) are found by a marker on their command line (the cell's directory, which
+appears in the server's ``--journal`` argument) and killed too. Nothing outlives the cell.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_live_groups: set[int] = set()
+_live_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How an adapter process ended."""
+
+    exit_code: int | None
+    timed_out: bool
+    wall_ms: float
+    stragglers_killed: int
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_by_marker(marker: str) -> int:
+    """SIGKILL every process whose command line contains ``marker``; returns how many."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0
+    killed = 0
+    needle = marker.encode()
+    own = os.getpid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline:
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
+def kill_all_running() -> None:
+    """Kill every process group started by :func:`run_bounded` that is still running."""
+    with _live_lock:
+        groups = list(_live_groups)
+    for pgid in groups:
+        _kill_group(pgid)
+
+
+def run_bounded(
+    command: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    stdout: Path,
+    stderr: Path,
+    marker: str,
+) -> Finished:
+    """Run ``command`` in its own process group for at most ``timeout_s`` seconds."""
+    started = time.monotonic()
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            start_new_session=True,
+        )
+        with _live_lock:
+            _live_groups.add(process.pid)
+        try:
+            process.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(process.pid)
+            process.wait()
+            with _live_lock:
+                _live_groups.discard(process.pid)
+    stragglers = kill_by_marker(marker)
+    return Finished(
+        exit_code=None if timed_out else process.returncode,
+        timed_out=timed_out,
+        wall_ms=round((time.monotonic() - started) * 1000, 1),
+        stragglers_killed=stragglers,
+    )

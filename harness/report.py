@@ -1,0 +1,160 @@
+"""The static report: ``reports/index.html`` (the matrix), one evidence page per cell, data files.
+
+Everything is rendered by jinja2 with autoescaping on, so text that came from a server or a
+client (error messages carry payload text) is always escaped. Links are relative, so the pages
+work from ``file://`` and from any static host. The report is rendered into a staging directory
+and moved into place entry by entry: a failed render never leaves a half-written report.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from . import catalog
+from .classify import OUTCOMES, cells_frame, short_error
+from .environments import Layout
+from .store import RunStore
+
+TEMPLATES = Path(__file__).parent / "templates"
+ASSETS = ("style.css", "matrix.js")
+LOG_SHOWN = 16 * 1024
+
+LEGEND = {
+    "pass": "The call returned and the caller can read the result. Marked altered (†) when what "
+            "the caller sees differs from what the server sent (a dropped structuredContent, "
+            "defaulted content, a coerced value).",
+    "error-result": "The call returned a result with isError: true, and the caller sees that flag.",
+    "reject": "The client raised an error for this call, and the session still works: the "
+              "follow-up call on the same session succeeded.",
+    "disconnect": "The transport closed or the session is unusable afterwards: the follow-up call "
+                  "failed (or initialize itself failed).",
+    "timeout": "No answer within the time allowed: either the client's own request timeout fired, "
+               "or the harness killed the adapter at the cell's budget. The evidence says which.",
+    "crash": "The adapter process died without writing an observation (for example an uncaught "
+             "exception or the runtime running out of memory inside the client).",
+    "harness-error": "Our fault, never the client's: the adapter's environment could not be built, "
+                     "the adapter wrote an invalid observation, or the harness itself failed.",
+}
+
+
+@dataclass
+class Row:
+    """One matrix row: a case in one schema mode."""
+
+    case: catalog.Case
+    schema: str
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def vector(self) -> str:
+        return "|".join(f"{c['outcome']}{'+' if c['altered'] else ''}" for c in self.cells.values())
+
+    @property
+    def agree(self) -> bool:
+        return len({(c["outcome"], bool(c["altered"])) for c in self.cells.values()}) <= 1
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return env
+
+
+def _columns(frame: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """Matrix columns: SDK-less reference adapters first, then by adapter name and variant order."""
+    adapters = meta.get("adapters", {})
+    present = set(frame["client"])
+    columns = []
+    for name in sorted(adapters, key=lambda n: (adapters[n].get("package") is not None, n)):
+        info = adapters[name]
+        for variant_id, variant in info.get("variants", {}).items():
+            if variant["column"] in present:
+                columns.append({"client": variant["column"], "adapter": name, "variant": variant_id,
+                                "title": info.get("title", name), "description": variant.get("description", ""),
+                                "package": info.get("package"), "version": info.get("package_version")})
+    return columns
+
+
+def _rows(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[Row]:
+    by_cell = {(r["case"], r["schema"], r["client"]): r for r in frame.to_dict("records")}
+    rows = []
+    for case in catalog.CASES:
+        for schema in case.schema_modes:
+            row = Row(case, schema)
+            for column in columns:
+                data = by_cell.get((case.id, schema, column["client"]))
+                if data is not None:
+                    row.cells[column["client"]] = {**data, "short": short_error(pd.Series(data)),
+                                                   "href": f"cells/{data['key']}.html"}
+            if row.cells:
+                rows.append(row)
+    return rows
+
+
+def _read_log(directory: Path, name: str) -> str:
+    path = directory / name
+    if not path.exists():
+        return ""
+    return path.read_bytes()[-LOG_SHOWN:].decode("utf-8", "replace")
+
+
+def _summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-column outcome counts, and how many returned results were altered."""
+    counts = frame.groupby(["client", "outcome"]).size()
+    altered = frame[frame["altered"].fillna(False).astype(bool)].groupby("client").size()
+    return [{**column,
+             "counts": {outcome: int(counts.get((column["client"], outcome), 0)) for outcome in OUTCOMES},
+             "altered": int(altered.get(column["client"], 0))}
+            for column in columns]
+
+
+def render(run: RunStore, out: Path, layout: Layout) -> int:
+    """Render the report of ``run`` into ``out``; returns the number of cells."""
+    meta = run.read_meta()
+    records = {record["key"]: record for record in run.records()}
+    frame = cells_frame(list(records.values()), meta)
+    columns = _columns(frame, meta)
+    rows = _rows(frame, columns)
+    env = _environment()
+    staging = out.parent / f".{out.name}.staging"
+    if staging.exists():
+        shutil.rmtree(staging)
+    (staging / "cells").mkdir(parents=True)
+    (staging / "data").mkdir()
+    (staging / "assets").mkdir()
+    for asset in ASSETS:
+        shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
+    families = [f for f in catalog.FAMILIES if f in set(frame["family"])]
+    (staging / "index.html").write_text(env.get_template("index.html.j2").render(
+        meta=meta, columns=columns, rows=rows, families=families, outcomes=OUTCOMES, legend=LEGEND,
+        summary=_summary(frame, columns), total=len(frame)), encoding="utf-8")
+    page = env.get_template("cell.html.j2")
+    for row in frame.to_dict("records"):
+        record = records[row["key"]]
+        directory = run.cell_dir(row["key"])
+        (staging / "cells" / f"{row['key']}.html").write_text(page.render(
+            meta=meta, row=row, case=catalog.get(row["case"]), record=record, legend=LEGEND,
+            short=short_error(pd.Series(row)),
+            stdout=_read_log(directory, "stdout.txt"), stderr=_read_log(directory, "stderr.txt")),
+            encoding="utf-8")
+    frame.to_csv(staging / "data" / "cells.csv", index=False)
+    (staging / "data" / "cells.json").write_text(frame.to_json(orient="records", indent=1), encoding="utf-8")
+    (staging / "data" / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(staging.iterdir()):
+        target = out / entry.name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+        entry.rename(target)
+    staging.rmdir()
+    return len(frame)

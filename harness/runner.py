@@ -1,0 +1,166 @@
+"""Running cells: one bounded adapter process per cell, in parallel, recorded as they finish.
+
+A cell's record holds facts only (how the process ended, the validated observation, the server's
+journal); the outcome is derived later by :mod:`harness.classify`. A failure of one cell (an
+adapter that crashes, hangs or writes garbage, or a bug of ours) becomes that cell's record and
+never stops the others.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from . import environments, process
+from .cells import Cell
+from .environments import Layout
+from .observation import ObservationError, read
+from .store import RunStore, trim_log
+
+Record = dict[str, Any]
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The server's journal events; unreadable lines are kept as ``{"event": "unreadable"}``."""
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            events.append({"event": "unreadable", "line": line[:200]})
+    return events
+
+
+def _base_record(cell: Cell) -> Record:
+    return {
+        "key": cell.key,
+        "column": cell.column,
+        "adapter": cell.adapter.name,
+        "variant": cell.variant.id,
+        "case": cell.case.id,
+        "family": cell.case.family,
+        "schema": cell.schema,
+        "transport": cell.transport,
+        "budget_ms": int(cell.budget_s * 1000),
+        "harness_error": None,
+        "process": None,
+        "observation": None,
+        "journal": [],
+    }
+
+
+def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
+    """Run one cell to completion and return its record (never raises for the cell's faults)."""
+    record = _base_record(cell)
+    directory = store.cell_dir(cell.key)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        journal = directory / "journal.jsonl"
+        journal.unlink(missing_ok=True)
+        cell_file = directory / "cell.json"
+        cell_file.write_text(json.dumps(cell.to_file(layout.server, journal), indent=2))
+        raw = directory / "observation.raw.json"
+        raw.unlink(missing_ok=True)
+        finished = process.run_bounded(
+            environments.command(layout, cell.adapter, cell_file, raw),
+            cwd=cell.adapter.directory,
+            env=environments.process_env(layout),
+            timeout_s=cell.budget_s,
+            stdout=directory / "stdout.txt",
+            stderr=directory / "stderr.txt",
+            marker=str(directory),
+        )
+        record["process"] = {
+            "exit_code": finished.exit_code,
+            "timed_out": finished.timed_out,
+            "wall_ms": finished.wall_ms,
+            "stragglers_killed": finished.stragglers_killed,
+            "stdout_bytes": trim_log(directory / "stdout.txt"),
+            "stderr_bytes": trim_log(directory / "stderr.txt"),
+        }
+        record["journal"] = read_journal(journal)
+        if raw.exists() and not finished.timed_out:
+            try:
+                record["observation"] = read(raw)
+            except ObservationError as exc:
+                record["harness_error"] = f"invalid observation: {exc}"
+            else:
+                (directory / "observation.json").write_text(
+                    json.dumps(record["observation"], indent=2, ensure_ascii=False))
+            raw.unlink()
+    except Exception as exc:  # our own fault: recorded on the cell, the run goes on
+        record["harness_error"] = f"{type(exc).__name__}: {exc}"
+    record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return record
+
+
+def unprepared_record(cell: Cell, error: str) -> Record:
+    """The record of a cell whose adapter environment could not be built."""
+    record = _base_record(cell)
+    record["harness_error"] = f"environment not prepared: {error}"
+    record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return record
+
+
+class Interrupted(Exception):
+    """The run was stopped by SIGINT or SIGTERM; finished cells are recorded."""
+
+
+def run_all(
+    layout: Layout,
+    store: RunStore,
+    cells: list[Cell],
+    *,
+    jobs: int,
+    broken: dict[str, str],
+    on_record: Callable[[Record], None],
+) -> None:
+    """Run ``cells`` with ``jobs`` workers, appending each record to ``store`` as it finishes.
+
+    Cells of adapters in ``broken`` (name -> why) are recorded as harness errors without running.
+    On SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
+    """
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set()
+        process.kill_all_running()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            pending: set[Future[Record]] = set()
+            queue = list(reversed(cells))
+            while queue or pending:
+                while queue and len(pending) < jobs and not stop.is_set():
+                    cell = queue.pop()
+                    if cell.adapter.name in broken:
+                        record = unprepared_record(cell, broken[cell.adapter.name])
+                        store.append(record)
+                        on_record(record)
+                        continue
+                    pending.add(pool.submit(run_cell, layout, store, cell))
+                if stop.is_set():
+                    process.kill_all_running()
+                    for future in pending:
+                        future.cancel()
+                    raise Interrupted(f"interrupted; {len(queue) + len(pending)} cells not recorded")
+                if not pending:
+                    continue
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    record = future.result()
+                    if stop.is_set():  # killed by the interruption, not by its own fault
+                        continue
+                    store.append(record)
+                    on_record(record)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,1 @@
+"""Servers the harness runs clients against (see ``servers/reference``)."""

@@ -1,0 +1,134 @@
+"""Fault cases: the ``tools/call`` result each case returns for ``get_account_balance``.
+
+The harness's catalog (``harness/catalog.py``) owns the case ids, families and spec clauses; this
+module implements them. ``CASES`` maps an id to a :class:`Case`. Every payload is deterministic.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tool import ACCOUNT, OTHER_ACCOUNT, text_of
+
+MIB = 1024 * 1024
+LATENCY_S = 2.0
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    """How the server answers ``get_account_balance`` in one case."""
+
+    id: str
+    result: Callable[[], dict[str, Any]]
+    delay_s: float = 0.0
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _structured(data: Any, *, text: str | None = None, is_error: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "content": [_text(text_of(data) if text is None else text)],
+        "structuredContent": data,
+    }
+    if is_error:
+        result["isError"] = True
+    return result
+
+
+def _with(**changes: Any) -> dict[str, Any]:
+    return {**ACCOUNT, **changes}
+
+
+def _without(key: str) -> dict[str, Any]:
+    return {k: v for k, v in ACCOUNT.items() if k != key}
+
+
+def ascii_text(n_bytes: int) -> str:
+    """Exactly ``n_bytes`` of printable ASCII, a repeating ledger line."""
+    line = "ACC-4471 balance_minor=4071877 currency=USD as_of=2026-01-15T09:30:00Z; "
+    repeats = n_bytes // len(line) + 1
+    return (line * repeats)[:n_bytes]
+
+
+def cjk_text(n_chars: int) -> str:
+    """Exactly ``n_chars`` CJK ideographs (U+4E00..U+4FFF, 3 bytes each in UTF-8)."""
+    block = "".join(chr(0x4E00 + i) for i in range(512))
+    return (block * (n_chars // len(block) + 1))[:n_chars]
+
+
+def blob_bytes(n_bytes: int) -> bytes:
+    """Exactly ``n_bytes``: a PNG signature followed by a deterministic byte pattern."""
+    pattern = bytes((i * 31 + 7) % 256 for i in range(4096))
+    body = pattern * (n_bytes // len(pattern) + 1)
+    return (PNG_SIGNATURE + body)[:n_bytes]
+
+
+def _text_result(text: str) -> dict[str, Any]:
+    return {"content": [_text(text)]}
+
+
+def _blob_result(n_bytes: int) -> dict[str, Any]:
+    data = base64.b64encode(blob_bytes(n_bytes)).decode("ascii")
+    return {"content": [{"type": "image", "data": data, "mimeType": "image/png"}]}
+
+
+def _many_blocks(count: int) -> dict[str, Any]:
+    return {"content": [_text(f"block {i:06d}") for i in range(count)]}
+
+
+_ERROR_TEXT = "Ledger service unavailable: could not read balance of ACC-4471"
+_FULL_TEXT = text_of(ACCOUNT)
+
+_DEFINITIONS: list[Case] = [
+    # schema family
+    Case("ok", lambda: _structured(ACCOUNT)),
+    Case("no-structured", lambda: {"content": [_text(_FULL_TEXT)]}),
+    Case("type-swap", lambda: _structured(_with(balance_minor="4071877"))),
+    Case("drop-required", lambda: _structured(_without("currency"))),
+    Case("extra-field", lambda: _structured(_with(branch="Zurich-3"))),
+    Case("wrong-container", lambda: _structured([ACCOUNT])),
+    Case("null-structured", lambda: _structured(None, text=_FULL_TEXT)),
+    Case(
+        "iserror-bad-structured",
+        lambda: _structured({"error": "ledger_unavailable"}, text=_ERROR_TEXT, is_error=True),
+    ),
+    Case("iserror-plain", lambda: {"content": [_text(_ERROR_TEXT)], "isError": True}),
+    Case("iserror-valid-structured", lambda: _structured(ACCOUNT, is_error=True)),
+    Case("diverge", lambda: _structured(ACCOUNT, text=text_of(OTHER_ACCOUNT))),
+    Case("empty-content-structured", lambda: {"content": [], "structuredContent": ACCOUNT}),
+    Case("missing-content", lambda: {"structuredContent": ACCOUNT}),
+    Case("corrupt-plausible", lambda: _structured(OTHER_ACCOUNT)),
+    Case(
+        "error",
+        lambda: {
+            "content": [_text("Error executing tool get_account_balance: account ACC-4471 is locked")],
+            "isError": True,
+        },
+    ),
+    Case("empty-string", lambda: {"content": [_text("")]}),
+    Case("truncate", lambda: {"content": [_text(_FULL_TEXT[: len(_FULL_TEXT) // 2])]}),
+    Case("latency", lambda: _structured(ACCOUNT), delay_s=LATENCY_S),
+    # size family
+    Case("text-9mib", lambda: _text_result(ascii_text(9 * MIB))),
+    Case("text-10mib", lambda: _text_result(ascii_text(10 * MIB))),
+    Case("text-12mib", lambda: _text_result(ascii_text(12 * MIB))),
+    Case("cjk-3m", lambda: _text_result(cjk_text(3_000_000))),
+    Case("cjk-3.5m", lambda: _text_result(cjk_text(3_500_000))),
+    Case("blob-7mib", lambda: _blob_result(7 * MIB)),
+    Case("blob-8mib", lambda: _blob_result(8 * MIB)),
+    Case("many-blocks", lambda: _many_blocks(100_000)),
+    Case("three-4mib", lambda: _text_result(ascii_text(4 * MIB))),
+]
+
+CASES: dict[str, Case] = {case.id: case for case in _DEFINITIONS}
+assert len(CASES) == len(_DEFINITIONS), "duplicate case id"
+
+
+def case_ids() -> list[str]:
+    """Every implemented case id, in catalog order."""
+    return list(CASES)
