@@ -34,6 +34,7 @@ class Cell:
     case: catalog.Case
     schema: catalog.SchemaMode
     transport: str
+    budget_scale: float = 1.0
 
     @property
     def column(self) -> str:
@@ -46,7 +47,8 @@ class Cell:
 
     @property
     def budget_s(self) -> float:
-        return BUDGET_S[self.case.family] + (self.case.calls - 1) * BUDGET_S[self.case.family] / 2
+        family = BUDGET_S[self.case.family]
+        return self.budget_scale * (family + (self.case.calls - 1) * family / 2)
 
     def server_args(self, server_dir: Path, journal: Path) -> list[str]:
         return [str(server_dir), "--case", self.case.id, "--schema", self.schema, "--journal", str(journal)]
@@ -95,8 +97,13 @@ def _matches(value: str, wanted: Iterable[str]) -> bool:
     return not wanted or value in wanted
 
 
-def build(adapters: list[Adapter], selection: Selection = Selection()) -> list[Cell]:
-    """All selected cells, in a stable order (case-major, so that slow families spread out)."""
+def build(adapters: list[Adapter], selection: Selection = Selection(), budget_scale: float = 1.0) -> list[Cell]:
+    """All selected cells, in a stable order (case-major, so that slow families spread out).
+
+    ``budget_scale`` multiplies every cell's time budget (for slow machines, or fast tests).
+    """
+    if budget_scale <= 0:
+        raise ValueError(f"budget scale {budget_scale}: expected a positive number")
     for name in selection.adapters:
         if name not in {a.name for a in adapters} and name not in {
             a.column(v) for a in adapters for v in a.variants
@@ -108,7 +115,7 @@ def build(adapters: list[Adapter], selection: Selection = Selection()) -> list[C
         if family not in catalog.FAMILIES:
             raise ValueError(f"unknown family {family!r}; known: {', '.join(catalog.FAMILIES)}")
     cells = [
-        Cell(adapter, variant, case, schema, transport)
+        Cell(adapter, variant, case, schema, transport, budget_scale)
         for case in catalog.CASES
         if _matches(case.id, selection.cases) and _matches(case.family, selection.families)
         for schema in case.schema_modes

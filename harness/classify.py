@@ -24,6 +24,8 @@ OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", 
 SHORT_MESSAGE = 160
 TIMEOUT_CODES = {-32001, 408}
 TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
+ADAPTER_DEADLINE = "AdapterTimeout"
+"""Error type adapters record when their own deadline (inside the cell budget) ended a step."""
 
 COLUMNS = (
     "client", "adapter", "variant", "case", "family", "schema", "transport", "outcome",
@@ -42,7 +44,7 @@ def _error_text(error: dict[str, Any] | None) -> str:
 
 def is_client_timeout(error: dict[str, Any] | None) -> bool:
     """Whether an error raised by a client is its own request timeout."""
-    if not error:
+    if not error or error.get("type") == ADAPTER_DEADLINE:
         return False
     return error.get("code") in TIMEOUT_CODES or bool(TIMEOUT_TEXT.search(error.get("type", "") + " " + error.get("message", "")))
 
@@ -106,6 +108,7 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "call_raised": bool(raised),
         "call_is_error": any(isinstance(c.get("result"), dict) and bool(c["result"].get("isError")) for c in returned),
         "client_timeout": is_client_timeout(first_error),
+        "adapter_deadline": bool(first_error) and first_error.get("type") == ADAPTER_DEADLINE,
         "followup": _followup(observation),
         "altered": bool(altered_fields) if returned and sent else None,
         "altered_fields": ",".join(altered_fields),
@@ -127,7 +130,7 @@ Condition = Callable[[pd.DataFrame], pd.Series]
 RULES: tuple[tuple[str, str, Condition], ...] = (
     # (outcome, stage, condition over the facts frame); the first that holds wins, else "pass"
     ("harness-error", "harness", lambda f: f.harness_error.notna()),
-    ("timeout", "call", lambda f: f.timed_out),
+    ("timeout", "call", lambda f: f.timed_out | f.adapter_deadline),
     ("crash", "process", lambda f: ~f.has_observation),
     ("disconnect", "initialize", lambda f: f.init_raised),
     ("timeout", "call", lambda f: f.call_raised & f.client_timeout),
@@ -145,7 +148,8 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     frame["outcome"] = np.select(conditions, [o for o, _, _ in RULES], default="pass")
     frame["stage"] = np.select(conditions, [s for _, s, _ in RULES], default="call")
     frame["timeout_by"] = np.select(
-        [frame["outcome"].eq("timeout") & frame["timed_out"], frame["outcome"].eq("timeout")],
+        [frame["outcome"].eq("timeout") & (frame["timed_out"] | frame["adapter_deadline"]),
+         frame["outcome"].eq("timeout")],
         ["harness", "client"], default="")
     errors = frame["error"]
     frame["error_type"] = errors.map(lambda e: e.get("type") if e else None).astype(object)

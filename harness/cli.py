@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import catalog, cells, environments, manifest, meta, report, runner, store
+from . import catalog, catalog_doc, cells, environments, manifest, meta, report, runner, store
 from .classify import cells_frame
 from .environments import Layout, PrepareError
 from .progress import Progress
@@ -44,12 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     selection(run)
     run.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)
     run.add_argument("--shard", type=_shard, default=(1, 1), help="run shard INDEX of COUNT, e.g. 2/8")
+    run.add_argument("--budget-scale", type=float, default=1.0,
+                     help="multiply every cell's time budget (default 1.0)")
     run.add_argument("--run-id", default=None, help="name of the run directory (default: UTC time)")
     run.add_argument("--resume", nargs="?", const="latest", default=None, metavar="RUN_ID",
                      help="finish an interrupted run (default: the latest)")
     rep = sub.add_parser("report", help="render reports/ from a run")
     rep.add_argument("--run", default="latest", help="run id (default: the latest)")
     rep.add_argument("--out", type=Path, default=None, help="output directory (default: reports/)")
+    sub.add_parser("catalog", help="print the fault catalog as Markdown (docs/fault-catalog.md)")
     listing = sub.add_parser("list", help="show adapters, columns and the cell count")
     selection(listing)
     return parser
@@ -117,7 +120,7 @@ def _open_run(layout: Layout, args: argparse.Namespace) -> tuple[store.RunStore,
 
 def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     adapters = _adapters(layout, args.adapter)
-    selected = cells.build(adapters, _selection(args))
+    selected = cells.build(adapters, _selection(args), args.budget_scale)
     run, done, run_meta = _open_run(layout, args)
     todo = [cell for cell in selected if cell.key not in done]
     if done:
@@ -125,7 +128,8 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     broken = _prepare(layout, [a for a in adapters if a.name in {c.adapter.name for c in todo}])
     if run_meta is None:
         settings = {"jobs": args.jobs, "shard": list(args.shard), "adapters": args.adapter,
-                    "cases": args.case, "families": args.family, "cells": len(selected)}
+                    "cases": args.case, "families": args.family, "cells": len(selected),
+                    "budget_scale": args.budget_scale}
         run_meta = meta.collect(layout, adapters, run.run_id, settings)
         run_meta["prepare_failures"] = broken
     run.write_meta(run_meta)
@@ -158,7 +162,13 @@ def cmd_report(layout: Layout, args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"prepare": cmd_prepare, "run": cmd_run, "report": cmd_report, "list": cmd_list}
+def cmd_catalog(layout: Layout, args: argparse.Namespace) -> int:
+    sys.stdout.write(catalog_doc.markdown())
+    return 0
+
+
+COMMANDS = {"prepare": cmd_prepare, "run": cmd_run, "report": cmd_report, "list": cmd_list,
+            "catalog": cmd_catalog}
 
 
 def main(argv: list[str] | None = None) -> int:

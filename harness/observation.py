@@ -92,16 +92,17 @@ def validate(data: Any, path: Path) -> None:
         _error(path, f"transport_errors[{index}]", error)
 
 
-def read(path: Path) -> dict[str, Any]:
-    """Parse, validate and elide the observation at ``path``."""
+def read(path: Path, label: Path | None = None) -> dict[str, Any]:
+    """Parse, validate and elide the observation at ``path`` (errors name ``label`` or ``path``)."""
+    shown = label or path
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise ObservationError(f"{path}: cannot read: {exc.strerror}") from exc
+        raise ObservationError(f"{shown}: cannot read: {exc.strerror}") from exc
     try:
         data = json.loads(raw)
     except ValueError as exc:
         excerpt = raw[:80].decode("utf-8", "replace")
-        raise ObservationError(f"{path}: not valid JSON ({exc}); starts with {excerpt!r}") from exc
-    validate(data, path)
+        raise ObservationError(f"{shown}: not valid JSON ({exc}); starts with {excerpt!r}") from exc
+    validate(data, shown)
     return elide(data)

@@ -88,13 +88,13 @@ def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
         record["journal"] = read_journal(journal)
         if raw.exists() and not finished.timed_out:
             try:
-                record["observation"] = read(raw)
-            except ObservationError as exc:
+                record["observation"] = read(raw, label=Path(raw.name))
+            except ObservationError as exc:  # the invalid file stays in the cell directory as evidence
                 record["harness_error"] = f"invalid observation: {exc}"
             else:
                 (directory / "observation.json").write_text(
                     json.dumps(record["observation"], indent=2, ensure_ascii=False))
-            raw.unlink()
+                raw.unlink()
     except Exception as exc:  # our own fault: recorded on the cell, the run goes on
         record["harness_error"] = f"{type(exc).__name__}: {exc}"
     record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,43 @@
+"""Renders ``docs/fault-catalog.md`` from the catalog, so the document cannot drift from the code.
+
+``python -m harness catalog > docs/fault-catalog.md`` regenerates it; a test compares the two.
+"""
+
+from __future__ import annotations
+
+from . import catalog
+
+INTRO = """# Fault catalog
+
+Generated from `harness/catalog.py` by `python -m harness catalog > docs/fault-catalog.md`; a test
+keeps the two equal. The reference server (`servers/reference/cases.py`) implements every case.
+
+Every case answers the tool `get_account_balance(account_id="ACC-4471")`, whose correct answer is
+`{"account_id": "ACC-4471", "balance_minor": 4071877, "currency": "USD", "as_of": "2026-01-15T09:30:00Z"}`
+with the outputSchema: all four properties required, `balance_minor` an integer,
+`additionalProperties: false`. Schema cases run twice: with the outputSchema **advertised** in
+`tools/list` and **hidden** (the tool is listed without one). Size cases list the tool without an
+outputSchema (schema mode `none`).
+
+After the case's call(s), every adapter makes a follow-up call `echo(text="follow-up")` on the same
+session; the server answers it correctly in every case. Whether it succeeds decides `reject` versus
+`disconnect`.
+
+A case never says what a client should do: where the specification constrains the client, the
+clause is quoted with its level (MUST / SHOULD); otherwise the level is `unspecified`.
+"""
+
+
+def markdown() -> str:
+    """The fault catalog as Markdown."""
+    lines = [INTRO]
+    for family in catalog.FAMILIES:
+        lines.append(f"\n## Family `{family}`\n")
+        lines.append("| case | what the server does | what it sends | level | clause | calls |")
+        lines.append("| --- | --- | --- | --- | --- | --- |")
+        for case in catalog.CASES:
+            if case.family != family:
+                continue
+            cells = (f"`{case.id}`", case.description, case.sends, case.level, case.clause, str(case.calls))
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,80 @@
+"""Shared test fixtures: a scratch checkout whose clients/ holds chosen adapters.
+
+Real adapters are linked in from the repository (their cached environments in ``.envs`` and
+``node_modules`` are shared, so a test run prepares each SDK once); test doubles come from
+``tests/fixtures/clients``. The reference server is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_CLIENTS = Path(__file__).resolve().parent / "fixtures" / "clients"
+
+
+class Checkout:
+    """A scratch checkout in ``tmp_path`` for running ``python -m harness`` against."""
+
+    def __init__(self, root: Path, adapters: list[str]) -> None:
+        self.root = root
+        (root / "clients").mkdir(parents=True)
+        (root / "clients" / "_support").symlink_to(REPO / "clients" / "_support")
+        (root / "servers").symlink_to(REPO / "servers")
+        (REPO / ".envs").mkdir(exist_ok=True)
+        (root / ".envs").symlink_to(REPO / ".envs")
+        for name in adapters:
+            source = REPO / "clients" / name
+            if not source.exists():
+                source = FIXTURE_CLIENTS / name
+            (root / "clients" / name).symlink_to(source)
+
+    def harness(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``python -m harness --root <checkout> ARGS``."""
+        done = subprocess.run([sys.executable, "-m", "harness", "--root", str(self.root), *args],
+                              cwd=REPO, capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"harness {' '.join(args)} exited {done.returncode}:\n{done.stderr[-4000:]}")
+        return done
+
+    def records(self, run_id: str) -> list[dict[str, Any]]:
+        path = self.root / "results" / run_id / "cells.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def rows(self, run_id: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """Classified rows keyed by (client, case, schema), read from the rendered CSV."""
+        import pandas as pd
+
+        self.harness("report", "--run", run_id)
+        frame = pd.read_csv(self.root / "reports" / "data" / "cells.csv", keep_default_na=False)
+        return {(r["client"], r["case"], r["schema"]): r for r in frame.to_dict("records")}
+
+    def processes_left(self) -> list[str]:
+        """Command lines of live processes that mention this checkout."""
+        needle = str(self.root).encode()
+        left = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                    state = (entry / "stat").read_text().split(") ")[-1][:1]
+                except OSError:
+                    continue
+                if needle in cmdline and state != "Z":
+                    left.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+        return left
+
+
+@pytest.fixture
+def checkout(tmp_path: Path):
+    """Factory: ``checkout("raw-jsonrpc", "hang")`` makes a scratch checkout with those adapters."""
+    def make(*adapters: str) -> Checkout:
+        return Checkout(tmp_path / "checkout", list(adapters))
+    return make
