@@ -1,0 +1,178 @@
+"""The anyio driver shared by the MCP Python SDK adapters (Python >= 3.10).
+
+It imports ``anyio``, which every Python SDK adapter's venv has; :mod:`observe` stays stdlib-only.
+
+Contract: an adapter holds only what is specific to its SDK version and ends with
+``sys.exit(mcp_driver.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, connect))``, where
+
+- ``_STARTED`` is ``time.monotonic()`` taken before the SDK imports (the harness's budget runs
+  from process start), ``PACKAGE`` the distribution whose installed version is recorded and
+  ``CLOSE_RESERVE_S`` the seconds the SDK's own shutdown needs;
+- ``connect(cell, on_message)`` returns a :class:`Connection`, not yet entered, to the cell's stdio
+  server (:func:`stdio_server`) with ``on_message`` as the SDK's message handler and
+  ``call_timeout_ms`` as its per-request timeout. Entering it is the initialize step and returns a
+  :class:`Session`; ``protocol_version`` is then the negotiated version. Exiting it is the close.
+
+The driver runs the steps of docs/adapters.md (initialize, list_tools when the variant asks for it,
+the calls, the follow-up, close) within the cell's :class:`observe.Budget`: what the client raises
+is recorded as a fact, a step past the steps deadline is ended and recorded as ``AdapterTimeout``,
+and the :class:`observe.Watchdog` writes the observation and exits if the client never returns.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Protocol
+
+import anyio
+import observe
+
+OPTIONS = {"list_tools": bool}
+
+
+class MessageHandler(Protocol):
+    """The SDK's ``message_handler``: server requests, notifications and transport exceptions."""
+
+    async def __call__(self, message: Any) -> None: ...
+
+
+class Session(Protocol):
+    """What entering a :class:`Connection` returns; results are pydantic models."""
+
+    async def list_tools(self) -> Any: ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None, /) -> Any: ...
+
+
+class Connection(Protocol):
+    """An SDK's client connection, entered and exited as an async context manager."""
+
+    @property
+    def protocol_version(self) -> str | int | None: ...  # mcp 1.x types it ``str | int``
+
+    async def __aenter__(self) -> Session: ...
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None: ...
+
+
+Connect = Callable[[dict[str, Any], MessageHandler], Connection]
+
+
+def stdio_server(cell: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of the SDK's ``StdioServerParameters`` for the cell's server."""
+    server = cell["server"]
+    return {
+        "command": server["command"],
+        "args": [str(arg) for arg in server.get("args") or []],
+        "env": {str(k): str(v) for k, v in (server.get("env") or {}).items()} or None,
+    }
+
+
+def _deadline(monotonic_deadline: float) -> float:
+    """A ``time.monotonic()`` deadline on anyio's clock."""
+    return anyio.current_time() + (monotonic_deadline - time.monotonic())
+
+
+async def _attempt(what: str, fn: Callable[[], Awaitable[Any]], deadline: float,
+                   outer: anyio.CancelScope) -> tuple[Any, dict[str, Any] | None]:
+    """``(value, None)`` when ``fn()`` returned, ``(None, Error)`` when it raised or the deadline passed."""
+    cancelled = anyio.get_cancelled_exc_class()
+    error: dict[str, Any] | None = None
+    watch = observe.Stopwatch()
+    with anyio.CancelScope(deadline=_deadline(deadline)) as scope:
+        try:
+            return await fn(), None
+        except BaseException as exc:  # every failure of the client is a fact to record
+            if outer.cancel_called or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            if scope.cancel_called and isinstance(exc, cancelled):
+                raise  # our deadline: the scope absorbs it
+            error = observe.error_record(exc)
+    if scope.cancelled_caught:
+        error = observe.deadline_error(what, watch.ms())
+    return None, error
+
+
+async def _call(session: Session, obs: observe.Observation, kind: str, call: dict[str, Any],
+                budget: observe.Budget, outer: anyio.CancelScope) -> None:
+    name = call["name"]
+    watch = obs.begin(kind, name)
+    arguments = call.get("arguments")
+    result, error = await _attempt(f"{kind} {name}", lambda: session.call_tool(name, arguments), budget.steps, outer)
+    duration = watch.ms()
+    dumped = None if error else result.model_dump(mode="json", by_alias=True)
+    obs.end(kind, obs.call_entry(name, duration, dumped, error))
+
+
+async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.Budget, connect: Connect) -> None:
+    async def on_message(message: Any) -> None:
+        if isinstance(message, Exception):
+            obs.transport_error(message)
+
+    connection = connect(cell, on_message)
+    cancelled = anyio.get_cancelled_exc_class()
+    with anyio.CancelScope(deadline=_deadline(budget.close)) as outer:
+        watch = obs.begin("initialize")
+        try:
+            session = await connection.__aenter__()
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)) or (outer.cancel_called and isinstance(exc, cancelled)):
+                raise  # the outer deadline: the scope absorbs it and the snapshot records AdapterTimeout
+            obs.end("initialize", observe.step(watch, exc, protocol_version=None))
+            return
+        obs.end("initialize", observe.step(watch, protocol_version=connection.protocol_version))
+
+        pending: BaseException | None = None
+        try:
+            if cell["options"].get("list_tools", False):
+                watch = obs.begin("list_tools")
+                listing, error = await _attempt("list_tools", session.list_tools, budget.steps, outer)
+                tools = None if error else [tool.name for tool in listing.tools]
+                obs.end("list_tools", observe.step(watch, error, tools=tools))
+            for call in cell["calls"]:
+                await _call(session, obs, "call", call, budget, outer)
+            await _call(session, obs, "followup", cell["followup"], budget, outer)
+        except BaseException as exc:  # the outer deadline (or a bug): record the unfinished steps, then close
+            pending = exc
+            obs.data.update(obs.snapshot(None if isinstance(exc, cancelled) else exc))
+        watch = obs.begin("close")
+        try:
+            if pending is None:
+                await connection.__aexit__(None, None, None)
+            else:
+                await connection.__aexit__(type(pending), pending, pending.__traceback__)
+        except BaseException as exc:
+            if exc is pending or (outer.cancel_called and isinstance(exc, cancelled)):
+                raise
+            obs.end("close", observe.step(watch, exc))
+        else:
+            obs.end("close", observe.step(watch))
+        if pending is not None:
+            raise pending
+
+
+def main(argv: list[str], started: float, package: str, close_reserve_s: float, connect: Connect) -> int:
+    """Run one cell (``argv``: the adapter, the cell file, the observation file); always 0 once written."""
+    if len(argv) != 3:
+        observe.fail("usage: adapter.py <cell.json> <observation.json>")
+    cell = observe.read_cell(argv[1])
+    observe.check_options(cell["options"], OPTIONS)
+    if cell.get("transport", "stdio") != "stdio":
+        observe.fail(f"transport {cell.get('transport')!r} is not supported by this adapter (stdio only)")
+    out = argv[2]
+    obs = observe.Observation(cell, package)
+    budget = observe.Budget.of(cell, started, close_reserve_s)
+    watchdog = observe.Watchdog(budget.final, lambda: obs.save(out))
+    escaped: BaseException | None = None
+    try:
+        anyio.run(drive, cell, obs, budget, connect)
+    except BaseException as exc:  # the client crashed the driver: record where, exit 0 anyway
+        escaped = exc
+        traceback.print_exc()
+    watchdog.cancel()
+    obs.save(out, escaped)
+    return 0

@@ -1,0 +1,381 @@
+"""Helpers shared by the Python client adapters (stdlib only, Python >= 3.10).
+
+The adapter contract is ``docs/adapters.md``: an adapter reads one cell file, drives one real
+client, and writes one observation of facts. This module holds the parts every Python adapter
+needs and that do not depend on the client under test:
+
+- :func:`read_cell` reads and sanity-checks the cell file; :func:`check_options` stops the
+  adapter (exit 2, message on stderr) on an option it does not understand.
+- :func:`error_record` turns any exception into the contract's Error object: ``type`` (class
+  name), ``code`` (the JSON-RPC code when the exception carries an ``error.code``, as mcp's
+  ``McpError``/``MCPError`` do), ``message`` (``str(exc)``), ``data`` (the JSON-RPC error data,
+  when present) and ``chain`` (the causes and exception-group members, flattened depth-first,
+  innermost last, at most :data:`CHAIN_LIMIT` entries).
+- :class:`Stopwatch` measures durations in milliseconds on the monotonic clock.
+- :func:`write_observation` writes JSON (UTF-8, ``ensure_ascii=False``) to a temporary file in the
+  target's directory and renames it into place, so a killed adapter never leaves half a file.
+- :class:`Budget` carves the cell's ``budget_ms`` into deadlines (steps, close, watchdog) so the
+  adapter finishes before the harness kills it.
+- :class:`Observation` builds the observation step by step; :meth:`Observation.snapshot` is a
+  complete, contract-shaped object at any moment: a step still running, or never reached because
+  a deadline passed, is recorded as raised with an ``AdapterTimeout`` error (the adapter's own
+  deadline, not the client's).
+- :class:`Watchdog` is the last-resort guard: at a deadline it runs a final callback (which
+  writes whatever was observed), kills this process's children (the clients spawn stdio servers
+  in their own session, beyond the harness's process-group kill) and exits with status 0.
+
+Nothing here classifies what a client did; that is the harness's job.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+CONTRACT = 1
+CHAIN_LIMIT = 10
+ADAPTER_TIMEOUT = "AdapterTimeout"
+_CELL_KEYS = ("cell_id", "options", "server", "calls", "followup", "call_timeout_ms", "budget_ms")
+
+
+def fail(message: str, status: int = 2) -> NoReturn:
+    """Stop the adapter with ``message`` on stderr (a usage or contract error, not a client fact)."""
+    print(f"adapter: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(status)
+
+
+def read_cell(path: str) -> dict[str, Any]:
+    """The cell file at ``path``, parsed; stops the adapter when it is not a contract-1 cell."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            cell = json.load(handle)
+    except (OSError, ValueError) as exc:
+        fail(f"cannot read cell file {path}: {exc}")
+    if not isinstance(cell, dict) or cell.get("contract") != CONTRACT:
+        fail(f"{path}: not a contract-{CONTRACT} cell file")
+    missing = [key for key in _CELL_KEYS if key not in cell]
+    if missing:
+        fail(f"{path}: missing key(s): {', '.join(missing)}")
+    return cell
+
+
+def check_options(options: Mapping[str, Any], known: Mapping[str, type]) -> None:
+    """Stop the adapter on an option it does not know or whose value has the wrong type."""
+    for name, value in options.items():
+        expected = known.get(name)
+        if expected is None:
+            fail(f"unknown option {name!r} (this adapter understands: {', '.join(sorted(known)) or 'none'})")
+        if type(value) is not expected:
+            fail(f"option {name!r}: expected {expected.__name__}, got {value!r}")
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` if it serializes as JSON, else its ``repr``."""
+    try:
+        json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # a broken __str__ must not lose the record
+        return repr(exc)
+
+
+def _links(exc: BaseException) -> list[BaseException]:
+    """What ``exc`` directly leads to: group members, then its cause (or unsuppressed context)."""
+    links: list[BaseException] = []
+    members = getattr(exc, "exceptions", None)  # ExceptionGroup, or the 3.10 backport
+    if isinstance(members, (tuple, list)):
+        links.extend(m for m in members if isinstance(m, BaseException))
+    cause = exc.__cause__
+    if cause is None and not exc.__suppress_context__:
+        cause = exc.__context__
+    if cause is not None:
+        links.append(cause)
+    return links
+
+
+def _flat(exc: BaseException) -> dict[str, Any]:
+    record: dict[str, Any] = {"type": type(exc).__name__, "code": None, "message": _text(exc)}
+    error = getattr(exc, "error", None)  # mcp's McpError (1.x) / MCPError (2.x) carry ErrorData
+    code = getattr(error, "code", None)
+    if isinstance(code, int) and not isinstance(code, bool):
+        record["code"] = code
+        data = getattr(error, "data", None)
+        if data is not None:
+            record["data"] = _jsonable(data)
+    return record
+
+
+def error_record(exc: BaseException, limit: int = CHAIN_LIMIT) -> dict[str, Any]:
+    """The contract's Error object for ``exc``, with its causes and group members in ``chain``."""
+    record = _flat(exc)
+    chain: list[dict[str, Any]] = []
+    seen = {id(exc)}
+
+    def visit(parent: BaseException) -> None:
+        for link in _links(parent):
+            if len(chain) >= limit:
+                return
+            if id(link) in seen:
+                continue
+            seen.add(id(link))
+            chain.append(_flat(link))
+            visit(link)
+
+    visit(exc)
+    if chain:
+        record["chain"] = chain
+    return record
+
+
+class Stopwatch:
+    """Milliseconds elapsed on the monotonic clock since construction."""
+
+    __slots__ = ("started",)
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def ms(self) -> float:
+        return round((time.monotonic() - self.started) * 1000.0, 3)
+
+
+def step(started: Stopwatch, error: BaseException | dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """A contract step: ``status`` ok (no error) or raised, ``error``, ``duration_ms``, plus ``extra``."""
+    if isinstance(error, BaseException):
+        error = error_record(error)
+    return {"status": "ok" if error is None else "raised", "error": error, "duration_ms": started.ms(), **extra}
+
+
+def write_observation(path: str, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (temporary file in the same directory + rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    payload = json.dumps(obj, ensure_ascii=False, default=repr).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".observation-", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the observation is an ordinary result file
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def kill_children() -> list[int]:
+    """SIGKILL the process group of every live child of this process (Linux ``/proc``); their pids.
+
+    The clients spawn stdio servers in a new session, out of reach of the harness's kill of the
+    adapter's process group; the watchdog uses this so that giving up on a client leaks no server.
+    """
+    me, killed = os.getpid(), []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return killed
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[1]) == me:
+            pid = int(entry)
+            try:
+                if os.getpgid(pid) == pid:  # a group leader: take its own children with it
+                    os.killpg(pid, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except OSError:
+                pass
+    return killed
+
+
+class Watchdog:
+    """Runs ``final`` at ``deadline`` (a ``time.monotonic()`` value), kills this process's children
+    (:func:`kill_children`), then exits the process with 0.
+
+    For a client that will not return control in time (a shielded wait, a blocked thread): the
+    adapter's own deadlines should normally fire first and :meth:`cancel` it.
+    """
+
+    def __init__(self, deadline: float, final: Callable[[], None]) -> None:
+        self._final = final
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        try:
+            print("adapter: watchdog deadline reached; writing the observation and exiting",
+                  file=sys.stderr, flush=True)
+            for _ in range(3):  # the main thread may be mutating the observation meanwhile
+                try:
+                    self._final()
+                    break
+                except RuntimeError:
+                    time.sleep(0.01)
+            killed = kill_children()
+            if killed:
+                print(f"adapter: watchdog killed child process(es) {killed}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(0)
+
+
+def deadline_error(what: str, elapsed_ms: float | None) -> dict[str, Any]:
+    """The Error recorded for a step that the adapter's own deadline ended (``elapsed_ms``) or never
+    let start (``None``)."""
+    if elapsed_ms is None:
+        message = f"adapter deadline: {what} not started, the adapter's deadline had passed"
+    else:
+        message = f"adapter deadline: {what} ended by the adapter after {elapsed_ms} ms"
+    return {"type": ADAPTER_TIMEOUT, "code": None, "message": message}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Deadlines on the ``time.monotonic()`` clock, carved out of the cell's ``budget_ms``.
+
+    ``steps``: connect, listing and calls end here. ``close``: closing ends here (the client's
+    shutdown gets ``close_reserve_s`` of its own). ``final``: the watchdog writes and exits here,
+    shortly before the harness kills the process group.
+    """
+
+    steps: float
+    close: float
+    final: float
+
+    @classmethod
+    def of(cls, cell: Mapping[str, Any], started: float, close_reserve_s: float) -> Budget:
+        total = float(cell["budget_ms"]) / 1000.0
+        final = started + total - min(1.5, max(0.5, 0.05 * total))
+        close = final - min(0.5, 0.05 * total)
+        return cls(steps=close - min(close_reserve_s, 0.15 * total), close=close, final=final)
+
+
+class Observation:
+    """The observation of one cell, built step by step (``begin`` then ``end``)."""
+
+    def __init__(self, cell: Mapping[str, Any], package: str) -> None:
+        version: str | None = None
+        if package:
+            try:
+                version = importlib.metadata.version(package)
+            except importlib.metadata.PackageNotFoundError:
+                version = None
+        self.data: dict[str, Any] = {
+            "contract": CONTRACT,
+            "package_version": version,
+            "runtime_version": platform.python_version(),
+            "initialize": None,
+            "list_tools": None,
+            "calls": [],
+            "followup": None,
+            "transport_errors": [],
+            "close": None,
+        }
+        self._call_tools = [str(call["name"]) for call in cell["calls"]]
+        self._followup_tool = str(cell["followup"]["name"])
+        self._current: tuple[str, str | None, Stopwatch] | None = None
+        self._lock = threading.Lock()
+
+    def begin(self, step_name: str, tool: str | None = None) -> Stopwatch:
+        """Mark ``step_name`` (initialize, list_tools, call, followup, close) as running."""
+        watch = Stopwatch()
+        self._current = (step_name, tool, watch)
+        return watch
+
+    def end(self, step_name: str, entry: dict[str, Any]) -> None:
+        """Record the finished step's entry (a call is appended to ``calls``)."""
+        if step_name == "call":
+            self.data["calls"].append(entry)
+        else:
+            self.data[step_name] = entry
+        self._current = None
+
+    def transport_error(self, exc: BaseException) -> None:
+        self.data["transport_errors"].append(error_record(exc))
+
+    @staticmethod
+    def call_entry(tool: str, duration_ms: float, result: Any = None,
+                   error: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A contract call: ``returned`` with ``result`` when ``error`` is None, else ``raised``."""
+        return {"tool": tool, "status": "returned" if error is None else "raised",
+                "result": result if error is None else None, "error": error, "duration_ms": duration_ms}
+
+    def _unfinished(self, name: str, tool: str | None, watch: Stopwatch,
+                    error: dict[str, Any]) -> dict[str, Any]:
+        if name in ("call", "followup"):
+            return self.call_entry(tool or "", watch.ms(), error=error)
+        extra: dict[str, Any] = {}
+        if name == "initialize":
+            extra["protocol_version"] = None
+        elif name == "list_tools":
+            extra["tools"] = None
+        return step(watch, error, **extra)
+
+    def snapshot(self, interrupted_by: BaseException | None = None) -> dict[str, Any]:
+        """The observation as it stands, with every step the contract requires present.
+
+        The step still running is recorded as raised: with ``interrupted_by`` when an exception
+        escaped the adapter's driver, else with an ``AdapterTimeout``. Calls and the follow-up that
+        were never started after a successful initialize are recorded as raised ``AdapterTimeout``.
+        """
+        data = dict(self.data)
+        data["calls"] = list(data["calls"])
+        data["transport_errors"] = list(data["transport_errors"])
+        current = self._current
+        if current is not None:
+            name, tool, watch = current
+            if interrupted_by is not None and not isinstance(interrupted_by, (KeyboardInterrupt, SystemExit)):
+                error = error_record(interrupted_by)
+            else:
+                error = deadline_error(name if tool is None else f"{name} {tool}", watch.ms())
+            entry = self._unfinished(name, tool, watch, error)
+            if name == "call":
+                data["calls"].append(entry)
+            else:
+                data[name] = entry
+        if data["initialize"] is None:
+            not_started = deadline_error("initialize", None)
+            data["initialize"] = self._unfinished("initialize", None, Stopwatch(), not_started)
+        if data["initialize"]["status"] != "ok":
+            data["calls"], data["followup"] = [], None
+            return data
+        for tool in self._call_tools[len(data["calls"]):]:
+            data["calls"].append(self.call_entry(tool, 0.0, error=deadline_error(f"call {tool}", None)))
+        if data["followup"] is None:
+            tool = self._followup_tool
+            data["followup"] = self.call_entry(tool, 0.0, error=deadline_error(f"followup {tool}", None))
+        return data
+
+    def save(self, path: str, interrupted_by: BaseException | None = None) -> None:
+        """Write :meth:`snapshot` to ``path`` atomically (serialized against the watchdog)."""
+        with self._lock:
+            write_observation(path, self.snapshot(interrupted_by))
