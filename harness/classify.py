@@ -17,19 +17,23 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from servers.reference.elide import as_text
+
 from . import compare
 from .cells import FOLLOWUP_TEXT
 
 OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", "harness-error")
 SHORT_MESSAGE = 160
 TIMEOUT_CODES = {-32001, 408}
+TIMEOUT_SDK_CODES = {"REQUEST_TIMEOUT"}
+UNHANDLED_SOURCES = {"uncaughtException", "unhandledRejection"}
 TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
 ADAPTER_DEADLINE = "AdapterTimeout"
 """Error type adapters record when their own deadline (inside the cell budget) ended a step."""
 
 COLUMNS = (
     "client", "adapter", "variant", "case", "family", "schema", "transport", "outcome",
-    "timeout_by", "followup", "altered", "altered_fields", "stage", "error_type", "error_code",
+    "timeout_by", "followup", "altered", "altered_fields", "stage", "error_type", "error_code", "error_sdk_code",
     "error_message", "transport_errors", "transport_error_count", "package", "package_version",
     "duration_ms", "wall_ms", "frame_bytes", "tools_list_called", "server_exit", "exit_code", "key",
 )
@@ -39,14 +43,16 @@ def _error_text(error: dict[str, Any] | None) -> str:
     if not error:
         return ""
     code = f" {error['code']}" if error.get("code") is not None else ""
-    return f"{error.get('type', '?')}{code}: {error.get('message', '')}"
+    return f"{as_text(error.get('type'))}{code}: {as_text(error.get('message'))}"
 
 
 def is_client_timeout(error: dict[str, Any] | None) -> bool:
     """Whether an error raised by a client is its own request timeout."""
     if not error or error.get("type") == ADAPTER_DEADLINE:
         return False
-    return error.get("code") in TIMEOUT_CODES or bool(TIMEOUT_TEXT.search(error.get("type", "") + " " + error.get("message", "")))
+    text = as_text(error.get("type")) + " " + as_text(error.get("message"))
+    return (error.get("code") in TIMEOUT_CODES or error.get("sdk_code") in TIMEOUT_SDK_CODES
+            or bool(TIMEOUT_TEXT.search(text)))
 
 
 def _followup(observation: dict[str, Any] | None) -> str:
@@ -115,6 +121,7 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "error": first_error,
         "transport_errors": "; ".join(_error_text(e) for e in transport_errors)[:2000],
         "transport_error_count": len(transport_errors),
+        "unhandled": any(error.get("source") in UNHANDLED_SOURCES for error in transport_errors),
         "package_version_observed": (observation or {}).get("package_version"),
         "duration_ms": sum(float(c.get("duration_ms") or 0) for c in calls) if calls else None,
         "wall_ms": proc.get("wall_ms"),
@@ -132,6 +139,7 @@ RULES: tuple[tuple[str, str, Condition], ...] = (
     ("harness-error", "harness", lambda f: f.harness_error.notna()),
     ("timeout", "call", lambda f: f.timed_out | f.adapter_deadline),
     ("crash", "process", lambda f: ~f.has_observation),
+    ("crash", "unhandled", lambda f: f.unhandled),
     ("disconnect", "initialize", lambda f: f.init_raised),
     ("timeout", "call", lambda f: f.call_raised & f.client_timeout),
     ("disconnect", "call", lambda f: f.call_raised & f.followup.ne("ok")),
@@ -154,7 +162,8 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     errors = frame["error"]
     frame["error_type"] = errors.map(lambda e: e.get("type") if e else None).astype(object)
     frame["error_code"] = errors.map(lambda e: e.get("code") if e else None).astype("Int64")
-    frame["error_message"] = errors.map(lambda e: e.get("message") if e else None).astype(object)
+    frame["error_sdk_code"] = errors.map(lambda e: e.get("sdk_code") if e else None).astype(object)
+    frame["error_message"] = errors.map(lambda e: as_text(e.get("message")) if e else None).astype(object)
     harness_killed = frame["outcome"].eq("timeout") & frame["timed_out"]
     frame.loc[harness_killed, "error_type"] = "HarnessTimeout"
     frame.loc[harness_killed, "error_message"] = frame.loc[harness_killed, "budget_ms"].map(
@@ -176,7 +185,9 @@ def short_error(row: pd.Series) -> str:
     if not row.get("error_type"):
         return ""
     code = row.get("error_code")
-    head = f"{row['error_type']}" + (f" {code}" if pd.notna(code) else "")
+    if pd.isna(code):
+        code = row.get("error_sdk_code")
+    head = f"{row['error_type']}" + (f" {code}" if pd.notna(code) and code != "" else "")
     message = str(row.get("error_message") or "").strip().splitlines()
     text = f"{head}: {message[0] if message else ''}"
     return text if len(text) <= SHORT_MESSAGE else text[: SHORT_MESSAGE - 1] + "…"

@@ -136,10 +136,13 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     progress = Progress(total=len(done) + len(todo), done=len(done))
 
     def on_record(record: dict[str, Any]) -> None:
-        row = cells_frame([record], run_meta).iloc[0]
+        try:
+            outcome = str(cells_frame([record], run_meta).iloc[0]["outcome"])
+        except Exception as exc:  # the record is stored; a classification bug must not stop the run
+            outcome = f"unclassified ({type(exc).__name__}: {exc})"
         seconds = (record.get("process") or {}).get("wall_ms")
         label = f"{record['column']} {record['case']} {record['schema']}"
-        progress.update(label, row["outcome"], seconds / 1000 if seconds else None)
+        progress.update(label, outcome, seconds / 1000 if seconds else None)
 
     try:
         runner.run_all(layout, run, todo, jobs=args.jobs, broken=broken, on_record=on_record)

@@ -35,6 +35,9 @@ def _error(path: Path, field: str, value: Any) -> None:
     code = value.get("code")
     _check(code is None or (isinstance(code, int) and not isinstance(code, bool)), path,
            f"{field}.code", f"expected an integer or null, got {code!r}")
+    for optional in ("sdk_code", "source"):
+        _check(not isinstance(value.get(optional), (dict, list)), path, f"{field}.{optional}",
+               "expected a string")
     chain = value.get("chain", [])
     _check(isinstance(chain, list), path, f"{field}.chain", "expected a list")
     for index, item in enumerate(chain):

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-MAX_STRING = 512
+MAX_STRING = 4096
 MAX_ARRAY = 64
 HEAD_CHARS = 80
 HEAD_ITEMS = 3
@@ -65,6 +65,15 @@ def elide(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: elide(item) for key, item in value.items()}
     return value
+
+
+def as_text(value: Any) -> str:
+    """A string for display: ``value`` itself, or an elided string's head and length."""
+    if isinstance(value, str):
+        return value
+    if is_elided(value) and value.get("$elided") == "string":
+        return f"{value.get('head', '')}… [{value.get('length')} characters, elided]"
+    return "" if value is None else str(value)
 
 
 def is_elided(value: Any) -> bool:

@@ -6,7 +6,8 @@ Events (each line has ``t``, seconds since the server started, and ``event``):
 - ``recv``: a frame read: ``bytes`` (newline included), ``kind`` (request / notification /
   response / invalid), ``method``, ``id``, ``params`` (elided).
 - ``send``: a frame written: ``bytes`` (newline included), ``id``, ``sha256`` of the frame,
-  ``write_ms`` (how long the write and flush blocked), ``message`` (elided).
+  ``write_ms`` (how long the write and flush blocked), ``error`` (why the write failed, e.g. the
+  client closed the pipe; null when it completed), ``message`` (elided).
 - ``exit``: ``reason`` (stdin-eof / signal / error) and ``detail``.
 """
 

@@ -31,16 +31,23 @@ def send(out: BinaryIO, journal: Journal, message: dict[str, Any]) -> None:
     """Write one frame, journaling its size, hash and how long the write blocked."""
     frame = encode(message)
     started = time.monotonic()
-    out.write(frame)
-    out.flush()
-    journal.write(
-        "send",
-        bytes=len(frame),
-        id=message.get("id"),
-        sha256=hashlib.sha256(frame).hexdigest(),
-        write_ms=round((time.monotonic() - started) * 1000, 3),
-        message=message,
-    )
+    error = None
+    try:
+        out.write(frame)
+        out.flush()
+    except OSError as exc:  # the client closed its end: journaled, then the server ends
+        error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        journal.write(
+            "send",
+            bytes=len(frame),
+            id=message.get("id"),
+            sha256=hashlib.sha256(frame).hexdigest(),
+            write_ms=round((time.monotonic() - started) * 1000, 3),
+            error=error,
+            message=message,
+        )
 
 
 def serve(session: Session, journal: Journal) -> str:

@@ -1,0 +1,138 @@
+"""Benchmark: the full matrix's wall time, cells per second, and the harness's per-cell overhead.
+
+Three measurements in one run, on the machine at hand:
+
+1. **Matrix**: ``python -m harness run`` over every cell (or the ``--adapter``/``--family``
+   selection), timed end to end; cells per second.
+2. **Per-cell overhead**: for every cell, the harness-measured wall time of the adapter process
+   minus the adapter's own step time (initialize, list, calls, follow-up, close as the adapter
+   timed them): process start, runtime and SDK imports, server spawn, shutdown and bookkeeping.
+3. **Baseline**: the same sample cells run sequentially twice, once as the bare adapter command
+   (``subprocess.run``, nothing else) and once through ``runner.run_cell`` (process group, budget,
+   straggler scan, validation, elision, journal parsing); the ratio is the harness's own cost.
+
+Prints a JSON summary; ``docs/benchmarks.md`` quotes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness import cells, environments, manifest, report, runner, store  # noqa: E402
+from harness.environments import Layout  # noqa: E402
+
+SAMPLE_CASES = ("ok", "type-swap", "text-10mib")
+
+
+def _steps_ms(observation: dict | None) -> float | None:
+    if not observation:
+        return None
+    steps = [observation.get("initialize"), observation.get("list_tools"), observation.get("close"),
+             observation.get("followup"), *(observation.get("calls") or [])]
+    return sum(float(step.get("duration_ms") or 0) for step in steps if step)
+
+
+def _quantiles(values: list[float]) -> dict[str, float]:
+    values = sorted(values)
+    return {"median": round(statistics.median(values), 1),
+            "p90": round(values[int(0.9 * (len(values) - 1))], 1), "n": len(values)}
+
+
+def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
+    command = [sys.executable, "-m", "harness", "run", "--run-id", run_id, "--jobs", str(args.jobs)]
+    for name in args.adapter:
+        command += ["--adapter", name]
+    for family in args.family:
+        command += ["--family", family]
+    started = time.monotonic()
+    subprocess.run(command, cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+    seconds = time.monotonic() - started
+    run = store.RunStore(layout.results / run_id)
+    records = list(run.records())
+    overhead: dict[str, list[float]] = {}
+    for record in records:
+        own = _steps_ms(record.get("observation"))
+        wall = (record.get("process") or {}).get("wall_ms")
+        if own is not None and wall is not None:
+            overhead.setdefault(record["adapter"], []).append(wall - own)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as out:
+        report.render(run, Path(out) / "reports", layout)
+    report_s = time.monotonic() - started
+    return {
+        "cells": len(records), "seconds": round(seconds, 1), "jobs": args.jobs,
+        "cells_per_second": round(len(records) / seconds, 2),
+        "overhead_ms_by_adapter": {name: _quantiles(values) for name, values in sorted(overhead.items())},
+        "report_seconds": round(report_s, 2),
+    }
+
+
+def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
+    adapters = [a for a in manifest.discover(layout.clients) if not args.adapter or a.name in args.adapter]
+    sample = cells.build(adapters, cells.Selection(cases=SAMPLE_CASES))
+    sample = [cell for cell in sample if cell.schema in ("advertised", "none")]
+    run = store.RunStore(layout.results / run_id)
+    run.create()
+    bare, harnessed = [], []
+    env = environments.process_env(layout)
+    for _ in range(args.repeat):
+        for cell in sample:
+            with tempfile.TemporaryDirectory(prefix="bench-bare-") as scratch:
+                directory = Path(scratch)
+                cell_file = directory / "cell.json"
+                cell_file.write_text(json.dumps(cell.to_file(layout.server, directory / "journal.jsonl")))
+                started = time.monotonic()
+                subprocess.run(environments.command(layout, cell.adapter, cell_file, directory / "obs.json"),
+                               cwd=cell.adapter.directory, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=cell.budget_s)
+                bare.append(time.monotonic() - started)
+            started = time.monotonic()
+            runner.run_cell(layout, run, cell)
+            harnessed.append(time.monotonic() - started)
+    total_bare, total_harness = sum(bare), sum(harnessed)
+    return {
+        "sample_cells": len(sample), "repeat": args.repeat,
+        "bare_seconds": round(total_bare, 2), "harness_seconds": round(total_harness, 2),
+        "bare_ms_per_cell": round(1000 * total_bare / len(bare), 1),
+        "harness_ms_per_cell": round(1000 * total_harness / len(harnessed), 1),
+        "ratio": round(total_harness / total_bare, 3),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--adapter", action="append", default=[])
+    parser.add_argument("--family", action="append", default=[])
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--repeat", type=int, default=3, help="baseline repetitions")
+    parser.add_argument("--skip-matrix", action="store_true", help="only the baseline")
+    args = parser.parse_args()
+    layout = Layout(ROOT)
+    for adapter in manifest.discover(layout.clients):
+        environments.prepare(layout, adapter)
+    stamp = store.new_run_id()
+    summary = {
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(),
+                    "processor": platform.processor() or platform.machine(), "python": platform.python_version()},
+        "baseline": baseline(layout, args, f"bench-baseline-{stamp}"),
+    }
+    if not args.skip_matrix:
+        summary["matrix"] = matrix(layout, args, f"bench-{stamp}")
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
