@@ -66,7 +66,7 @@ def _followup(observation: dict[str, Any] | None) -> str:
     return "ok" if ok else "failed"
 
 
-def _sent_results(journal: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sent_results(journal: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages the server sent in answer to the case's tool calls, in order."""
     call_ids = [
         event.get("id") for event in journal
@@ -86,7 +86,7 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
     initialize = (observation or {}).get("initialize") or {}
     raised = [call for call in calls if call.get("status") == "raised"]
     returned = [call for call in calls if call.get("status") == "returned"]
-    sent = _sent_results(journal)
+    sent = sent_results(journal)
     altered_fields: list[str] = []
     for index, call in enumerate(calls):
         if call.get("status") == "returned" and index < len(sent):
@@ -182,7 +182,8 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
 
 def short_error(row: pd.Series) -> str:
     """The one-line error shown in a matrix cell."""
-    if not row.get("error_type"):
+    error_type = row.get("error_type")
+    if error_type is None or pd.isna(error_type) or not error_type:
         return ""
     code = row.get("error_code")
     if pd.isna(code):

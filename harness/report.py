@@ -18,7 +18,7 @@ import jinja2
 import pandas as pd
 
 from . import catalog
-from .classify import OUTCOMES, cells_frame, short_error
+from .classify import OUTCOMES, cells_frame, sent_results, short_error
 from .environments import Layout
 from .store import RunStore
 
@@ -142,6 +142,7 @@ def render(run: RunStore, out: Path, layout: Layout) -> int:
         directory = run.cell_dir(row["key"])
         (staging / "cells" / f"{row['key']}.html").write_text(page.render(
             meta=meta, row=row, case=catalog.get(row["case"]), record=record, legend=LEGEND,
+            sent=sent_results(record.get("journal") or []),
             short=short_error(pd.Series(row)),
             stdout=_read_log(directory, "stdout.txt"), stderr=_read_log(directory, "stderr.txt")),
             encoding="utf-8")
