@@ -1,0 +1,193 @@
+/**
+ * The driver shared by the TypeScript MCP SDK adapters (ES module, no dependencies: the SDK
+ * stays in the adapter, which hands the driver a few functions over its classes).
+ *
+ * Contract: an adapter holds only what is specific to its SDK and ends with
+ * `runAdapter({ name, package, adapterUrl, options, sdk })`, where
+ *  - `name` is the adapter's name (for its messages on stderr), `package` the npm package whose
+ *    installed version is recorded (from `node_modules` next to the adapter), `adapterUrl` the
+ *    adapter's `import.meta.url`;
+ *  - `options` maps each variant option the adapter understands to its type
+ *    ({@link checkOptions}); `list_tools` and `max_buffer_bytes` mean what docs/adapters.md says;
+ *  - `sdk` is an {@link Sdk}.
+ *
+ * The driver checks the cell (stdio only; a bad option or argument exits 2 before anything runs),
+ * then runs the steps of docs/adapters.md on one session: `connect` (initialize), `listTools()`
+ * when the variant asks for it, every call of the cell, the follow-up, `close()`. Every request
+ * carries `{ timeout: call_timeout_ms }`. What a step returns or raises, and every error the SDK
+ * reports through `transport.onerror` / `client.onerror` (or lets escape as an
+ * uncaughtException / unhandledRejection), is recorded by {@link createRun}, whose watchdog
+ * writes the observation and exits 0 if the client never settles. `close()` is awaited at most
+ * {@link CLOSE_WAIT_MS} (within the budget); if it does not settle, the server child is killed.
+ *
+ * @module mcp_driver
+ */
+
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+import { checkOptions, createRun, errorRecord, installedVersion, readCell } from './observe.mjs';
+
+/** How long `close()` may take: the SDKs' own close waits up to 2 s + 2 s before SIGKILL. */
+const CLOSE_WAIT_MS = 6000;
+
+/** The `clientInfo` every adapter's client announces in `initialize`. */
+const CLIENT_INFO = { name: 'mcp-client-matrix', version: '0.1.0' };
+
+/**
+ * The SDK-specific part of an adapter.
+ * @typedef {object} Sdk
+ * @property {(clientInfo: {name: string, version: string}) => object} makeClient the SDK's
+ *   `Client`, not connected
+ * @property {(cell: object, options: Record<string, unknown>) => object} makeTransport the SDK's
+ *   stdio client transport for the cell's server, not started ({@link stdioParameters} gives the
+ *   usual constructor argument). Its `pid` is read as soon as `client.connect(transport)` has
+ *   returned its promise (the SDKs spawn the server synchronously there), to kill the server
+ *   child when the adapter stops waiting
+ * @property {(client: object, params: {name: string, arguments: object|undefined},
+ *   requestOptions: {timeout: number}) => Promise<object>} callTool one `tools/call`, resolving to
+ *   the result as the client exposes it to its caller
+ * @property {(client: object) => string|null|undefined} protocolVersion the protocol version the
+ *   client agreed on, or `null` / `undefined` when it does not expose one; also asked after a
+ *   failed initialize
+ */
+
+/**
+ * The stdio server parameters (`StdioServerParameters`) for the cell's server: `command`, `args`,
+ * `env` and, when the variant sets `max_buffer_bytes`, `maxBufferSize`.
+ * @param {object} cell
+ * @param {Record<string, unknown>} options the cell's checked options
+ * @returns {{command: string, args: string[], env: Record<string, string>, maxBufferSize?: number}}
+ */
+export function stdioParameters(cell, options) {
+  const server = cell.server;
+  const params = { command: server.command, args: server.args ?? [], env: server.env ?? {} };
+  if ('max_buffer_bytes' in options) params.maxBufferSize = options.max_buffer_bytes;
+  return params;
+}
+
+/**
+ * Run one cell (`process.argv`: the cell file and the observation file) and exit; see the module
+ * documentation for the contract.
+ * @param {{name: string, package: string, adapterUrl: string,
+ *          options: Record<string, 'boolean'|'integer'|'number'|'string'>, sdk: Sdk}} adapter
+ */
+export function runAdapter({ name, package: pkg, adapterUrl, options: known, sdk }) {
+  const fail = (message) => {
+    process.stderr.write(`${name} adapter: ${message}\n`);
+    process.exit(2);
+  };
+
+  const [cellPath, obsPath] = process.argv.slice(2);
+  if (!cellPath || !obsPath) fail('usage: node adapter.mjs <cell.json> <observation.json>');
+  let cell;
+  let options;
+  try {
+    cell = readCell(cellPath);
+    options = checkOptions(cell.options, known);
+  } catch (err) {
+    fail(err.message);
+  }
+  if (cell.transport !== 'stdio') fail(`transport ${JSON.stringify(cell.transport)} is not supported (stdio only)`);
+  if ('max_buffer_bytes' in options && !(options.max_buffer_bytes > 0)) {
+    fail(`option max_buffer_bytes: expected a positive integer, got ${options.max_buffer_bytes}`);
+  }
+
+  const child = { pid: null, kill: () => killProcess(child.pid) };
+  const run = createRun({
+    obsPath,
+    budgetMs: cell.budget_ms,
+    packageVersion: installedVersion(path.dirname(fileURLToPath(adapterUrl)), pkg),
+    onAbort: child.kill,
+  });
+
+  drive(cell, options, sdk, run, child).catch((err) => {
+    process.stderr.write(`${name} adapter: internal error: ${err?.stack ?? err}\n`);
+    child.kill();
+    process.exit(1); // the exit hook still writes what was gathered
+  });
+}
+
+/** SIGKILL `pid` if it is still there (`null`: nothing spawned yet). */
+function killProcess(pid) {
+  if (pid === null) return;
+  try {
+    process.kill(pid, 0);
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** One `callTool`; `place` puts the (pending) record into the observation before it is awaited. */
+async function callStep(run, sdk, client, call, requestOptions, place) {
+  const step = run.begin('call', { tool: call.name });
+  place(step.record);
+  try {
+    const result = await sdk.callTool(client, { name: call.name, arguments: call.arguments }, requestOptions);
+    run.settle(step, { status: 'returned', result, error: null });
+  } catch (err) {
+    run.settle(step, { status: 'raised', result: null, error: errorRecord(err) });
+  }
+}
+
+/**
+ * The steps of one session; `child.pid` is set to the server's pid once connect() spawned it,
+ * `child.kill()` kills it.
+ */
+async function drive(cell, options, sdk, run, child) {
+  const { obs } = run;
+  const transport = sdk.makeTransport(cell, options);
+  const client = sdk.makeClient(CLIENT_INFO);
+  run.captureOnerror(transport);
+  run.captureOnerror(client);
+  const requestOptions = { timeout: cell.call_timeout_ms };
+
+  const init = run.begin('initialize');
+  obs.initialize = init.record;
+  let connected = false;
+  try {
+    const connecting = client.connect(transport, requestOptions);
+    child.pid = transport.pid ?? null; // spawned synchronously inside connect()
+    await connecting;
+    run.settle(init, { status: 'ok', error: null, protocol_version: sdk.protocolVersion(client) ?? null });
+    connected = true;
+  } catch (err) {
+    run.settle(init, { status: 'raised', error: errorRecord(err), protocol_version: sdk.protocolVersion(client) ?? null });
+  }
+
+  if (connected) {
+    if (options.list_tools) {
+      const step = run.begin('list_tools');
+      obs.list_tools = step.record;
+      try {
+        const listed = await client.listTools(undefined, requestOptions);
+        run.settle(step, { status: 'ok', error: null, tools: listed.tools.map((t) => t.name) });
+      } catch (err) {
+        run.settle(step, { status: 'raised', error: errorRecord(err), tools: null });
+      }
+    }
+    for (const call of cell.calls) {
+      await callStep(run, sdk, client, call, requestOptions, (record) => obs.calls.push(record));
+    }
+    if (cell.followup) {
+      await callStep(run, sdk, client, cell.followup, requestOptions, (record) => { obs.followup = record; });
+    }
+  }
+
+  const close = run.begin('close');
+  obs.close = close.record;
+  const waitMs = Math.max(0, Math.min(CLOSE_WAIT_MS, run.deadline - performance.now() - 200));
+  let timer;
+  const settled = await Promise.race([
+    client.close().then(
+      () => run.settle(close, { status: 'ok', error: null }),
+      (err) => run.settle(close, { status: 'raised', error: errorRecord(err) }),
+    ).then(() => true),
+    new Promise((resolve) => { timer = setTimeout(() => resolve(false), waitMs); }),
+  ]);
+  clearTimeout(timer);
+  if (!settled) child.kill();
+  run.finish(settled ? 'finished' : `close wait bound of ${Math.round(waitMs)} ms`);
+}

@@ -1,0 +1,349 @@
+/**
+ * Helpers shared by the Node adapters (ES module, no dependencies).
+ *
+ * The adapter contract (docs/adapters.md): `node adapter.mjs <cell.json> <observation.json>`
+ * reads one cell file, drives one real MCP client against the reference server and writes
+ * one observation, a JSON object of facts (what each call returned or raised, what the client
+ * reported out of band), atomically, then exits 0 whatever the client did. It never classifies:
+ * the harness does.
+ *
+ * This module holds the contract-shaped pieces that are not specific to one SDK:
+ *  - {@link readCell} / {@link checkOptions}: the cell file and its variant options;
+ *  - {@link errorRecord}: anything thrown -> the contract's Error object;
+ *  - {@link startTimer}: a millisecond stopwatch;
+ *  - {@link writeObservation}: temp file in the same directory, then rename into place;
+ *  - {@link installedVersion}: a package's version as installed in `node_modules`;
+ *  - {@link createRun}: the observation skeleton with "pending" steps, a budget watchdog and
+ *    process-level guards, so that an observation is written whatever happens.
+ *
+ * @module observe
+ */
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+export const CONTRACT = 1;
+
+/** How many causes / group members an Error's `chain` holds at most. */
+export const MAX_CHAIN = 10;
+
+/** How many out-of-band errors an observation keeps (a flood must not exhaust memory). */
+export const MAX_TRANSPORT_ERRORS = 1000;
+
+/**
+ * Read and minimally check a cell file.
+ * @param {string} file path of the cell JSON
+ * @returns {object} the cell
+ * @throws {Error} when the file is unreadable, not JSON, or not contract 1
+ */
+export function readCell(file) {
+  const cell = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (cell === null || typeof cell !== 'object' || Array.isArray(cell)) {
+    throw new Error(`${file}: the cell is not a JSON object`);
+  }
+  if (cell.contract !== CONTRACT) {
+    throw new Error(`${file}: contract ${JSON.stringify(cell.contract)} is not supported (expected ${CONTRACT})`);
+  }
+  for (const key of ['server', 'calls', 'call_timeout_ms', 'budget_ms']) {
+    if (!(key in cell)) throw new Error(`${file}: missing key ${key}`);
+  }
+  return cell;
+}
+
+/**
+ * Check variant options against what an adapter understands.
+ * @param {Record<string, unknown>} options the cell's `options`
+ * @param {Record<string, 'boolean'|'integer'|'number'|'string'>} known option name -> type
+ * @returns {Record<string, unknown>} the options (unchanged)
+ * @throws {Error} naming every unknown or mistyped option
+ */
+export function checkOptions(options, known) {
+  const problems = [];
+  for (const [key, value] of Object.entries(options ?? {})) {
+    const want = known[key];
+    if (want === undefined) {
+      problems.push(`unknown option ${key}=${JSON.stringify(value)} (this adapter understands: ${Object.keys(known).join(', ') || 'none'})`);
+      continue;
+    }
+    const ok = want === 'integer' ? Number.isInteger(value) : typeof value === want;
+    if (!ok) problems.push(`option ${key}: expected ${want}, got ${JSON.stringify(value)}`);
+  }
+  if (problems.length) throw new Error(problems.join('; '));
+  return options ?? {};
+}
+
+function jsonSafe(value) {
+  if (value === undefined) return undefined;
+  try {
+    const text = JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? v.toString() : v));
+    return text === undefined ? String(value) : JSON.parse(text);
+  } catch {
+    return String(value);
+  }
+}
+
+function typeName(err) {
+  if (err === null) return 'null';
+  if (typeof err !== 'object' && typeof err !== 'function') return typeof err;
+  const ctor = err.constructor;
+  if (ctor && typeof ctor.name === 'string' && ctor.name) return ctor.name;
+  return typeof err.name === 'string' && err.name ? err.name : 'Object';
+}
+
+function messageOf(err) {
+  if (err !== null && typeof err === 'object' && 'message' in err) return String(err.message);
+  if (typeof err === 'string') return err;
+  try {
+    const text = JSON.stringify(err);
+    return text === undefined ? String(err) : text;
+  } catch {
+    return String(err);
+  }
+}
+
+function flatRecord(err) {
+  const record = { type: typeName(err), code: null, message: messageOf(err) };
+  if (err !== null && typeof err === 'object') {
+    if (typeof err.code === 'number' && Number.isInteger(err.code)) record.code = err.code;
+    else if (typeof err.code === 'string') record.sdk_code = err.code;
+    if (err.data !== undefined) record.data = jsonSafe(err.data);
+  }
+  return record;
+}
+
+/**
+ * Turn anything thrown (or passed to an error callback) into the contract's Error object:
+ * `{type, code, message}` plus `data` when the error carries one and `chain` when it has causes.
+ *
+ * - `type`: the constructor name (`McpError`, `SdkError`, `ZodError`, ...), or `typeof` for a
+ *   thrown non-object;
+ * - `code`: the numeric (JSON-RPC) code when `err.code` is an integer, else `null`; a string
+ *   code (`'EPIPE'`, the v2 SDK's `'REQUEST_TIMEOUT'`) goes to `sdk_code` instead;
+ * - `chain`: `err.cause` links and `AggregateError.errors` members, depth first, innermost last,
+ *   at most {@link MAX_CHAIN} entries, each flat (no nested chain).
+ * @param {unknown} err
+ * @returns {{type: string, code: number|null, sdk_code?: string, message: string, data?: unknown, chain?: object[]}}
+ */
+export function errorRecord(err) {
+  const record = flatRecord(err);
+  const chain = [];
+  const seen = new Set([err]);
+  const visit = (e) => {
+    if (e === null || typeof e !== 'object') return;
+    const next = [];
+    if (Array.isArray(e.errors) && (e instanceof AggregateError || typeTag(e) === 'AggregateError')) next.push(...e.errors);
+    if ('cause' in e && e.cause !== undefined) next.push(e.cause);
+    for (const member of next) {
+      if (chain.length >= MAX_CHAIN) return;
+      if (member !== null && typeof member === 'object') {
+        if (seen.has(member)) continue;
+        seen.add(member);
+      }
+      chain.push(flatRecord(member));
+      visit(member);
+    }
+  };
+  visit(err);
+  if (chain.length) record.chain = chain;
+  return record;
+}
+
+function typeTag(e) {
+  try {
+    return e.name;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Start a stopwatch.
+ * @returns {() => number} a function giving the milliseconds elapsed (0.1 ms resolution)
+ */
+export function startTimer() {
+  const t0 = performance.now();
+  return () => Math.round((performance.now() - t0) * 10) / 10;
+}
+
+/**
+ * Write `obj` as JSON to `file` atomically: a temporary file in the same directory, then
+ * `fs.renameSync` into place, so a killed adapter never leaves half an observation.
+ * Synchronous on purpose: usable from `process.on('exit')`.
+ * @param {string} file
+ * @param {object} obj
+ */
+export function writeObservation(file, obj) {
+  const dir = path.dirname(path.resolve(file));
+  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`);
+  fs.writeFileSync(tmp, JSON.stringify(obj));
+  fs.renameSync(tmp, file);
+}
+
+/**
+ * The version of `pkg` as installed in `<adapterDir>/node_modules` (read at run time).
+ * @param {string} adapterDir
+ * @param {string} pkg e.g. `@modelcontextprotocol/sdk`
+ * @returns {string|null}
+ */
+export function installedVersion(adapterDir, pkg) {
+  try {
+    const manifest = path.join(adapterDir, 'node_modules', ...pkg.split('/'), 'package.json');
+    return JSON.parse(fs.readFileSync(manifest, 'utf8')).version ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The skeleton of one adapter run. The observation is schema-complete at every moment: a step
+ * is entered as "pending" (recorded as raised with an `AdapterTimeout` error) before it is
+ * awaited and overwritten when it settles, so whatever stops the run (the budget watchdog, a
+ * signal, an unexpected exit) writes the facts gathered so far and names the step that had not
+ * settled.
+ *
+ * Installs: a watchdog at `budget_ms - margin` (margin 5 % of the budget, 0.5..2 s, measured from
+ * process start) that writes and exits 0; SIGTERM/SIGINT handlers that do the same;
+ * `uncaughtException` / `unhandledRejection` handlers that record the error in
+ * `transport_errors` and let the run go on; an `exit` hook that writes if nothing was written.
+ *
+ * @param {{obsPath: string, budgetMs: number, packageVersion: string|null,
+ *          onAbort?: () => void}} params `onAbort` runs (synchronously) before an early write,
+ *          e.g. to kill the server child
+ */
+export function createRun({ obsPath, budgetMs, packageVersion, onAbort }) {
+  const obs = {
+    contract: CONTRACT,
+    package_version: packageVersion,
+    runtime_version: process.version,
+    initialize: null,
+    list_tools: null,
+    calls: [],
+    followup: null,
+    transport_errors: [],
+    close: null,
+  };
+  const pending = new Map(); // record -> {what, elapsed}
+  let written = false;
+  let droppedErrors = 0;
+  const seenErrors = new WeakSet();
+
+  const margin = Math.min(2000, Math.max(500, budgetMs * 0.05));
+  const deadline = budgetMs - margin;
+
+  /** Enter a pending step; `fields` is merged into the record (e.g. `{tool}`). */
+  function begin(what, fields = {}) {
+    const elapsed = startTimer();
+    const record = { ...fields, status: 'raised' };
+    if ('tool' in fields) record.result = null;
+    record.error = null;
+    if (what === 'initialize') record.protocol_version = null;
+    if (what === 'list_tools') record.tools = null;
+    record.duration_ms = 0;
+    pending.set(record, { what, elapsed });
+    return { record, elapsed };
+  }
+
+  /** Settle a pending step with `patch` (status, result/error, ...) and its duration. */
+  function settle(step, patch) {
+    pending.delete(step.record);
+    Object.assign(step.record, patch, { duration_ms: step.elapsed() });
+    return step.record;
+  }
+
+  /**
+   * Record an out-of-band error once (the same object may reach several handlers). `source`
+   * marks errors nothing in the client handled (`uncaughtException`, `unhandledRejection`): they
+   * would have ended an application with Node's default handlers.
+   */
+  function reportError(err, source) {
+    if (err !== null && typeof err === 'object') {
+      if (seenErrors.has(err)) return;
+      seenErrors.add(err);
+    }
+    if (obs.transport_errors.length < MAX_TRANSPORT_ERRORS) {
+      obs.transport_errors.push(source ? { ...errorRecord(err), source } : errorRecord(err));
+    } else {
+      droppedErrors += 1;
+    }
+  }
+
+  /** Wrap `target.onerror`, keeping whatever handler is already there. */
+  function captureOnerror(target) {
+    const previous = target.onerror;
+    target.onerror = function capturedOnerror(error) {
+      reportError(error);
+      if (typeof previous === 'function') return previous.call(this, error);
+      return undefined;
+    };
+  }
+
+  function finalizePending(reason) {
+    for (const [record, info] of pending) {
+      record.status = 'raised';
+      record.duration_ms = info.elapsed();
+      record.error = {
+        type: 'AdapterTimeout',
+        code: null,
+        message: `${info.what} had not settled after ${record.duration_ms} ms when the adapter stopped waiting (${reason})`,
+      };
+    }
+    pending.clear();
+  }
+
+  function write(reason) {
+    if (written) return;
+    written = true;
+    finalizePending(reason);
+    if (droppedErrors) {
+      obs.transport_errors.push({
+        type: 'AdapterTruncated',
+        code: null,
+        message: `${droppedErrors} further out-of-band errors were not recorded`,
+      });
+    }
+    try {
+      writeObservation(obsPath, obs);
+    } catch (err) {
+      // A result that cannot be serialized must not cost the whole observation.
+      const fallback = JSON.parse(JSON.stringify(obs, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
+      writeObservation(obsPath, fallback);
+      process.stderr.write(`adapter: observation needed a fallback serialization: ${err}\n`);
+    }
+  }
+
+  /** Write the observation and exit 0 (the normal end). */
+  function finish(reason = 'finished') {
+    clearTimeout(watchdog);
+    write(reason);
+    process.exit(0);
+  }
+
+  function abort(reason) {
+    try {
+      onAbort?.();
+    } catch {
+      // best effort
+    }
+    finish(reason);
+  }
+
+  const watchdog = setTimeout(() => abort(`budget watchdog at ${Math.round(deadline)} ms of ${budgetMs} ms`),
+    Math.max(0, deadline - performance.now()));
+
+  process.on('uncaughtException', (err) => reportError(err, 'uncaughtException'));
+  process.on('unhandledRejection', (reason) => reportError(reason, 'unhandledRejection'));
+  for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => abort(`received ${signal}`));
+  process.on('exit', (code) => {
+    if (!written) {
+      try {
+        onAbort?.();
+      } catch {
+        // best effort
+      }
+      write(`process exiting with code ${code}`);
+    }
+  });
+
+  return { obs, begin, settle, reportError, captureOnerror, finish, deadline };
+}
