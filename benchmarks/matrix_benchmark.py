@@ -69,7 +69,7 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
             overhead.setdefault(record["adapter"], []).append(wall - own)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as out:
-        report.render(run, Path(out) / "reports", layout)
+        report.render(run, Path(out) / "reports")
     report_s = time.monotonic() - started
     return {
         "cells": len(records), "seconds": round(seconds, 1), "jobs": args.jobs,

@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="multiply every cell's time budget (default 1.0)")
     run.add_argument("--run-id", default=None, help="name of the run directory (default: UTC time)")
     run.add_argument("--resume", nargs="?", const="latest", default=None, metavar="RUN_ID",
-                     help="finish an interrupted run (default: the latest)")
+                     help="finish an interrupted run (default: the latest) with its original selection")
     rep = sub.add_parser("report", help="render reports/ from a run")
     rep.add_argument("--run", default="latest", help="run id (default: the latest)")
     rep.add_argument("--out", type=Path, default=None, help="output directory (default: reports/)")
@@ -102,14 +102,16 @@ def cmd_list(layout: Layout, args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_run(layout: Layout, args: argparse.Namespace) -> tuple[store.RunStore, set[str], dict[str, Any] | None]:
-    """The run to write into, the keys it has recorded, and its metadata (None for a new run)."""
-    if not args.resume:
-        run = store.RunStore(layout.results / (args.run_id or store.new_run_id()))
-        if run.records_path.exists():
-            raise FileExistsError(f"{run.directory}: run exists; use --resume {run.run_id}")
-        run.create()
-        return run, set(), None
+def _new_run(layout: Layout, args: argparse.Namespace) -> store.RunStore:
+    run = store.RunStore(layout.results / (args.run_id or store.new_run_id()))
+    if run.records_path.exists():
+        raise FileExistsError(f"{run.directory}: run exists; use --resume {run.run_id}")
+    run.create()
+    return run
+
+
+def _resumed_run(layout: Layout, args: argparse.Namespace) -> tuple[store.RunStore, set[str], dict[str, Any]]:
+    """The interrupted run, the keys it has recorded, and its metadata."""
     run = store.latest_run(layout.results) if args.resume == "latest" else store.RunStore(layout.results / args.resume)
     if not run.meta_path.exists():
         raise FileNotFoundError(f"{run.meta_path}: no such run to resume")
@@ -118,10 +120,22 @@ def _open_run(layout: Layout, args: argparse.Namespace) -> tuple[store.RunStore,
     return run, run.compact(), run_meta
 
 
+def _resume_selection(args: argparse.Namespace, run_meta: dict[str, Any]) -> None:
+    """A resumed run keeps the selection it was started with."""
+    settings = run_meta.get("settings", {})
+    args.adapter, args.case, args.family = settings["adapters"], settings["cases"], settings["families"]
+    args.shard, args.budget_scale = tuple(settings["shard"]), settings["budget_scale"]
+
+
 def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
+    run_meta: dict[str, Any] | None = None
+    if args.resume:
+        run, done, run_meta = _resumed_run(layout, args)
+        _resume_selection(args, run_meta)
     adapters = _adapters(layout, args.adapter)
     selected = cells.build(adapters, _selection(args), args.budget_scale)
-    run, done, run_meta = _open_run(layout, args)
+    if not args.resume:  # only once the selection is known to be valid
+        run, done = _new_run(layout, args), set()
     todo = [cell for cell in selected if cell.key not in done]
     if done:
         print(f"resuming {run.run_id}: {len(done)} cells recorded, {len(todo)} to run", file=sys.stderr)
@@ -160,7 +174,7 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
 def cmd_report(layout: Layout, args: argparse.Namespace) -> int:
     run = store.latest_run(layout.results) if args.run == "latest" else store.RunStore(layout.results / args.run)
     out = args.out or layout.reports
-    count = report.render(run, out, layout)
+    count = report.render(run, out)
     print(f"report: {out / 'index.html'} ({count} cells from run {run.run_id})", file=sys.stderr)
     return 0
 

@@ -19,7 +19,6 @@ import pandas as pd
 
 from . import catalog
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
-from .environments import Layout
 from .store import RunStore
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -116,7 +115,7 @@ def _summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[dict[st
             for column in columns]
 
 
-def render(run: RunStore, out: Path, layout: Layout) -> int:
+def render(run: RunStore, out: Path) -> int:
     """Render the report of ``run`` into ``out``; returns the number of cells."""
     meta = run.read_meta()
     records = {record["key"]: record for record in run.records()}
