@@ -1,18 +1,29 @@
-"""Sessions: ``nox`` prepares every client environment, runs the matrix and renders the report.
+"""Sessions: ``nox`` prepares every client environment, runs the matrix, probes the frame limits,
+checks the reference server with the conformance suite and renders the report.
 
 - ``prepare``: a venv per Python adapter, ``npm ci`` per Node adapter (cached).
 - ``matrix``:  run every cell into ``results/<run-id>/`` (arguments after ``--`` go to
   ``python -m harness run``, e.g. ``nox -s matrix -- --adapter ts-sdk --family size``).
+- ``probe``:   bisect the largest stdio frame each column accepts (``boundary.json`` of the run).
 - ``report``:  render ``reports/`` from the latest run.
 - ``tests``:   the test suite (``nox -s tests -- -m slow`` for the slow end-to-end tests only).
 - ``benchmark``: time the full matrix (``docs/benchmarks.md``).
+- ``conformance``: the official MCP conformance suite's server tools scenarios against the reference
+  server over Streamable HTTP; the report's header names the result (``servers/conformance/``; ``-- --output PATH`` to write the result
+  elsewhere than ``servers/conformance/last-result.json``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
 import nox
 
-nox.options.sessions = ["prepare", "matrix", "report"]
+nox.options.sessions = ["prepare", "matrix", "probe", "conformance", "report"]
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
 
@@ -36,6 +47,13 @@ def matrix(session: nox.Session) -> None:
 
 
 @nox.session
+def probe(session: nox.Session) -> None:
+    """Bisect the largest stdio frame each column accepts, into the latest run (boundary.json)."""
+    _install(session)
+    session.run("python", "-m", "harness", "probe", *session.posargs)
+
+
+@nox.session
 def report(session: nox.Session) -> None:
     """Render reports/index.html, the evidence pages and reports/data/ from the latest run."""
     _install(session)
@@ -54,3 +72,36 @@ def benchmark(session: nox.Session) -> None:
     """Time the full matrix and the per-cell overhead (docs/benchmarks.md)."""
     _install(session)
     session.run("python", "benchmarks/matrix_benchmark.py", *session.posargs)
+
+
+CONFORMANCE_DIR = Path(__file__).resolve().parent / "servers" / "conformance"
+
+
+@nox.session(venv_backend="none")
+def conformance(session: nox.Session) -> None:
+    """Run the pinned @modelcontextprotocol/conformance server scenarios (tools) against the reference server."""
+    npm = shutil.which("npm")
+    if npm is None:
+        session.error("npm is not on PATH: it installs the pinned conformance suite")
+    lock = CONFORMANCE_DIR / "package-lock.json"
+    stamp = CONFORMANCE_DIR / "node_modules" / ".mcpcm-stamp"
+    fingerprint = hashlib.sha256(lock.read_bytes()).hexdigest()
+    if stamp.is_file() and stamp.read_text() == fingerprint:
+        session.log("servers/conformance/node_modules is up to date (npm ci skipped)")
+    else:
+        with session.chdir(CONFORMANCE_DIR):
+            session.run(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error", external=True)
+        stamp.write_text(fingerprint)
+    args = list(session.posargs)
+    if "--output" not in args:
+        args += ["--output", str(CONFORMANCE_DIR / "last-result.json")]
+    output = Path(args[args.index("--output") + 1])
+    output.unlink(missing_ok=True)  # never report a stale result
+    try:
+        session.run(sys.executable, str(CONFORMANCE_DIR / "run.py"), *args, external=True)
+    finally:
+        if output.is_file():
+            result = json.loads(output.read_text())
+            session.log(f"conformance version {result['conformance']['version']}: "
+                        f"{result['counts']['passed']}/{result['counts']['scenarios']} scenarios passed")
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Family = Literal["schema", "size"]
+Family = Literal["schema", "size", "transport", "protocol"]
 Level = Literal["MUST", "SHOULD", "unspecified"]
 SchemaMode = Literal["advertised", "hidden", "none"]
 
@@ -24,6 +24,22 @@ BACKCOMPAT = (
 IS_ERROR = "Tool Execution Errors: Reported in tool results with isError: true."
 CONTENT_REQUIRED = "CallToolResult.content: ContentBlock[] is a required property (schema.ts)."
 NO_LIMIT = "The specification sets no limit on message or result size."
+STDOUT_ONLY_MCP = "The server MUST NOT write anything to its stdout that is not a valid MCP message (basic/transports, stdio)."
+NEWLINE = "Messages are delimited by newlines, and MUST NOT contain embedded newlines (basic/transports, stdio)."
+STDERR = ("The server MAY write UTF-8 strings to its standard error (stderr) for logging purposes. Clients MAY "
+          "capture, forward, or ignore this logging (basic/transports, stdio).")
+SAME_ID = "Responses MUST include the same ID as the request they correspond to (basic, JSON-RPC responses)."
+TIMEOUTS = ("Implementations SHOULD establish timeouts for all sent requests ... When the request has not received a "
+            "success or error response within the timeout period, the sender SHOULD issue a cancellation "
+            "notification for that request and stop waiting for a response (basic/lifecycle, timeouts).")
+SHUTDOWN = "Nothing specifies what a client does when the server exits or the stream ends mid-request."
+CANCEL = ("Receivers of cancellation notifications SHOULD stop processing the cancelled request, free associated "
+          "resources and not send a response for the cancelled request (basic/utilities/cancellation).")
+VERSION = ("If the client does not support the version in the server's response, it SHOULD disconnect "
+           "(basic/lifecycle, version negotiation).")
+ERROR_OBJECT = "A JSON-RPC error has an integer code and a string message (JSON-RPC 2.0; schema.ts JSONRPCError)."
+CONTENT_TYPES = ("ContentBlock is TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource, "
+                 "each with a required type (schema.ts).")
 
 
 @dataclass(frozen=True)
@@ -38,6 +54,10 @@ class Case:
     schema_modes: tuple[SchemaMode, ...]
     calls: int = 1
     sends: str = ""
+    transports: tuple[str, ...] = ("stdio", "http-json", "http-sse")
+    """The transports on which the case means something (wire faults of stdio: stdio only)."""
+    cancel_after_ms: int | None = None
+    """When set, the adapter cancels the case's call this long after sending it."""
 
 
 def _schema(case_id: str, description: str, clause: str, level: Level, sends: str) -> Case:
@@ -46,6 +66,15 @@ def _schema(case_id: str, description: str, clause: str, level: Level, sends: st
 
 def _size(case_id: str, description: str, sends: str, calls: int = 1) -> Case:
     return Case(case_id, "size", description, NO_LIMIT, "unspecified", ("none",), calls=calls, sends=sends)
+
+
+def _transport(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: int) -> Case:
+    return Case(case_id, "transport", description, clause, level, ("none",), sends=sends,
+                transports=("stdio",), **extra)
+
+
+def _protocol(case_id: str, description: str, clause: str, level: Level, sends: str) -> Case:
+    return Case(case_id, "protocol", description, clause, level, ("none",), sends=sends)
 
 
 CASES: tuple[Case, ...] = (
@@ -104,9 +133,59 @@ CASES: tuple[Case, ...] = (
     _size("many-blocks", "100,000 small text blocks in one result.", "100,000 x text(\"block NNNNNN\")"),
     _size("three-4mib", "Three calls in a row on one session, each answered with 4 MiB of text.",
           "3 x text of 4 MiB", calls=3),
+    _transport("stdout-noise", "A non-JSON log line on stdout just before the response.", STDOUT_ONLY_MCP, "MUST",
+               "\"[ledger] DEBUG fetching balance ...\" then the ok result"),
+    _transport("stdout-banner", "A banner line on stdout before the initialize answer.", STDOUT_ONLY_MCP, "MUST",
+               "\"Reference ledger server 0.1.0 - listening on stdio ...\" then the initialize answer"),
+    _transport("stderr-flood", "8 MiB of log lines on stderr while answering.", STDERR, "unspecified",
+               "8,388,608 bytes on stderr, then the ok result"),
+    _transport("malformed-frame", "The response frame is cut in half: one line of invalid JSON.", NEWLINE, "MUST",
+               "the first half of the ok frame, then a newline"),
+    _transport("partial-frame-eof", "Half of the response frame without a newline, then the server exits.",
+               SHUTDOWN, "unspecified", "half a frame, then exit(0)"),
+    _transport("exit-mid-call", "The server exits without answering the call.", SHUTDOWN, "unspecified",
+               "nothing; exit(3)"),
+    _transport("no-response", "The call is never answered; later requests are.", TIMEOUTS, "SHOULD",
+               "nothing for the call (the follow-up is answered)"),
+    _transport("wrong-id", "The response carries another id (request id + 1000).", SAME_ID, "MUST",
+               "the ok result with id + 1000"),
+    _transport("duplicate-response", "The response is sent twice.", SAME_ID, "MUST",
+               "the ok result, twice"),
+    _transport("interleaved-notifications",
+               "Log notifications (and progress, when the client asked for it) before the result.",
+               "Notifications may arrive at any time; progress only for a progressToken the request provided "
+               "(basic/utilities/progress).", "unspecified",
+               "3 x notifications/message (+ notifications/progress), then the ok result"),
+    _transport("crlf-framing", "Every frame ends in \\r\\n instead of \\n.", NEWLINE, "unspecified",
+               "frames terminated by CR LF"),
+    _transport("slow-writer", "A 32 MiB result written in 64 KiB chunks with a 2 ms pause; the journal records "
+               "how long the writes blocked.", NO_LIMIT, "unspecified", "32 MiB of text, slowly"),
+    _transport("cancel-then-followup",
+               "The call works slowly (a log tick every 200 ms for 8 s); the adapter cancels it after 1 s, then "
+               "the follow-up must complete. The journal records the cancel and whether the producer stopped.",
+               CANCEL, "SHOULD", "log/progress ticks until cancelled; no result once cancelled",
+               cancel_after_ms=1000),
+    _protocol("version-mismatch", "The initialize answer names protocolVersion 1999-01-01.", VERSION, "SHOULD",
+              "protocolVersion = \"1999-01-01\", then normal answers"),
+    _protocol("jsonrpc-error", "tools/call answered with a JSON-RPC error.", ERROR_OBJECT, "MUST",
+              "error {code: -32603, message: \"Internal error: ledger unavailable\"}"),
+    _protocol("jsonrpc-error-data", "tools/call answered with a JSON-RPC error carrying data.", ERROR_OBJECT, "MUST",
+              "error {code: -32603, message, data: {retry_after_s, ledger, account_id}}"),
+    _protocol("error-no-message", "A JSON-RPC error object without a message.", ERROR_OBJECT, "MUST",
+              "error {code: -32603}"),
+    _protocol("unknown-content-type", "A content block of an unknown type (hologram) beside the text.",
+              CONTENT_TYPES, "MUST", "content=[{type: \"hologram\", ...}, text(JSON)]"),
+    _protocol("content-missing-type", "A content block without type.", CONTENT_TYPES, "MUST",
+              "content=[{text: JSON}]"),
+    _protocol("resource-link", "A resource_link block beside the text.", CONTENT_TYPES, "unspecified",
+              "content=[text(JSON), resource_link ledger://accounts/ACC-4471]"),
+    _protocol("embedded-resource", "The data as an embedded text resource only.", CONTENT_TYPES, "unspecified",
+              "content=[resource {uri, mimeType: application/json, text: JSON}]"),
+    _protocol("audio", "An audio block (a WAV header) beside the text.", CONTENT_TYPES, "unspecified",
+              "content=[text(JSON), audio audio/wav]"),
 )
 
-FAMILIES: tuple[Family, ...] = ("schema", "size")
+FAMILIES: tuple[Family, ...] = ("schema", "size", "transport", "protocol")
 BY_ID: dict[str, Case] = {case.id: case for case in CASES}
 
 

@@ -19,7 +19,7 @@ TOOL_CALL = {"name": "get_account_balance", "arguments": {"account_id": "ACC-447
 FOLLOWUP_TEXT = "follow-up"
 FOLLOWUP_CALL = {"name": "echo", "arguments": {"text": FOLLOWUP_TEXT}}
 
-BUDGET_S = {"schema": 30.0, "size": 60.0}
+BUDGET_S = {"schema": 30.0, "size": 60.0, "transport": 20.0, "protocol": 20.0}
 """Seconds the harness gives one adapter run, by family."""
 CLIENT_TIMEOUT_SHARE = 0.6
 """The client's own request timeout, as a share of the budget, so that it fires first."""
@@ -50,11 +50,23 @@ class Cell:
         family = BUDGET_S[self.case.family]
         return self.budget_scale * (family + (self.case.calls - 1) * family / 2)
 
-    def server_args(self, server_dir: Path, journal: Path) -> list[str]:
-        return [str(server_dir), "--case", self.case.id, "--schema", self.schema, "--journal", str(journal)]
+    @property
+    def is_http(self) -> bool:
+        return self.transport.startswith("http")
 
-    def to_file(self, server_dir: Path, journal: Path) -> dict[str, Any]:
-        """The cell file an adapter receives."""
+    def server_args(self, server_dir: Path, journal: Path) -> list[str]:
+        """The reference server's arguments (for HTTP the harness starts it; for stdio the client)."""
+        args = [str(server_dir), "--case", self.case.id, "--schema", self.schema, "--journal", str(journal)]
+        return args + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
+
+    def calls(self) -> list[dict[str, Any]]:
+        call = dict(TOOL_CALL)
+        if self.case.cancel_after_ms is not None:
+            call["cancel_after_ms"] = self.case.cancel_after_ms
+        return [call] * self.case.calls
+
+    def to_file(self, server_dir: Path, journal: Path, url: str | None = None) -> dict[str, Any]:
+        """The cell file an adapter receives (``url``: the HTTP server the harness started)."""
         budget_ms = int(self.budget_s * 1000)
         return {
             "contract": CONTRACT,
@@ -65,12 +77,12 @@ class Cell:
             "case": self.case.id,
             "transport": self.transport,
             "server": {
-                "command": sys.executable,
-                "args": self.server_args(server_dir, journal),
+                "command": None if self.is_http else sys.executable,
+                "args": None if self.is_http else self.server_args(server_dir, journal),
                 "env": {},
-                "url": None,
+                "url": url,
             },
-            "calls": [TOOL_CALL] * self.case.calls,
+            "calls": self.calls(),
             "followup": FOLLOWUP_CALL,
             "call_timeout_ms": int(budget_ms * CLIENT_TIMEOUT_SHARE / self.case.calls),
             "budget_ms": budget_ms,
@@ -85,6 +97,7 @@ class Selection:
     cases: tuple[str, ...] = ()
     families: tuple[str, ...] = ()
     shard: tuple[int, int] = (1, 1)
+    transports: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         index, count = self.shard
@@ -124,7 +137,8 @@ def build(adapters: list[Adapter], selection: Selection = Selection(), budget_sc
         if not selection.adapters
         or adapter.name in selection.adapters
         or adapter.column(variant) in selection.adapters
-        for transport in adapter.transports
+        for transport in (variant.transports or adapter.transports)
+        if transport in case.transports and _matches(transport, selection.transports)
     ]
     index, count = selection.shard
     return [cell for position, cell in enumerate(cells) if position % count == index - 1]

@@ -35,7 +35,8 @@ COLUMNS = (
     "client", "adapter", "variant", "case", "family", "schema", "transport", "outcome",
     "timeout_by", "followup", "altered", "altered_fields", "stage", "error_type", "error_code", "error_sdk_code",
     "error_message", "transport_errors", "transport_error_count", "package", "package_version",
-    "duration_ms", "wall_ms", "frame_bytes", "tools_list_called", "server_exit", "exit_code", "key",
+    "duration_ms", "wall_ms", "frame_bytes", "tools_list_called", "server_exit", "server_cancel",
+    "cancelled_by_caller", "exit_code", "key",
 )
 
 
@@ -64,6 +65,15 @@ def _followup(observation: dict[str, Any] | None) -> str:
     texts = [block.get("text") for block in content or [] if isinstance(block, dict)]
     ok = FOLLOWUP_TEXT in texts and not (result or {}).get("isError")
     return "ok" if ok else "failed"
+
+
+def _server_cancel(journal: list[dict[str, Any]]) -> str:
+    """What the server did about a cancel: ``stopped``, ``not-stopped``, ``none`` (none received)."""
+    received = any(e.get("event") == "recv" and e.get("method") == "notifications/cancelled" for e in journal)
+    observed = [e for e in journal if e.get("event") == "cancel-observed"]
+    if observed and observed[-1].get("producer_stopped"):
+        return "stopped"
+    return "not-stopped" if received else "none"
 
 
 def sent_results(journal: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -113,7 +123,9 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "init_raised": initialize.get("status") == "raised",
         "call_raised": bool(raised),
         "call_is_error": any(isinstance(c.get("result"), dict) and bool(c["result"].get("isError")) for c in returned),
-        "client_timeout": is_client_timeout(first_error),
+        "cancelled_by_caller": any(call.get("cancelled_after_ms") is not None for call in raised),
+        "client_timeout": is_client_timeout(first_error) and not any(
+            call.get("cancelled_after_ms") is not None for call in raised),
         "adapter_deadline": bool(first_error) and first_error.get("type") == ADAPTER_DEADLINE,
         "followup": _followup(observation),
         "altered": bool(altered_fields) if returned and sent else None,
@@ -128,6 +140,7 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "frame_bytes": max((event.get("bytes", 0) for event in sent), default=None),
         "tools_list_called": any(e.get("event") == "recv" and e.get("method") == "tools/list" for e in journal),
         "server_exit": exits[-1].get("reason") if exits else None,
+        "server_cancel": _server_cancel(journal),
         "budget_ms": record.get("budget_ms"),
     }
 

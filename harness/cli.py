@@ -1,15 +1,16 @@
-"""Command line: ``python -m harness prepare | run | report | list``."""
+"""Command line: ``python -m harness prepare | run | probe | report | list | catalog``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import catalog, catalog_doc, cells, environments, manifest, meta, report, runner, store
+from . import boundary, catalog, catalog_doc, cells, environments, manifest, meta, report, runner, store
 from .classify import cells_frame
 from .environments import Layout, PrepareError
 from .progress import Progress
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                              help="adapter or column (adapter/variant); repeatable")
         command.add_argument("--case", action="append", default=[], help="case id; repeatable")
         command.add_argument("--family", action="append", default=[], choices=catalog.FAMILIES)
+        command.add_argument("--transport", action="append", default=[], choices=manifest.TRANSPORTS)
 
     prepare = sub.add_parser("prepare", help="build the adapters' environments (cached)")
     prepare.add_argument("--adapter", action="append", default=[])
@@ -49,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", default=None, help="name of the run directory (default: UTC time)")
     run.add_argument("--resume", nargs="?", const="latest", default=None, metavar="RUN_ID",
                      help="finish an interrupted run (default: the latest) with its original selection")
+    probe = sub.add_parser("probe", help="bisect the largest frame each column accepts, into a run")
+    probe.add_argument("--adapter", action="append", default=[], help="adapter; repeatable")
+    probe.add_argument("--kind", action="append", default=[], choices=boundary.KINDS)
+    probe.add_argument("--run", default="latest", help="the run to add boundary.json to (default: the latest)")
+    probe.add_argument("--max-bytes", type=int, default=boundary.DEFAULT_MAX_BYTES,
+                       help="the largest frame tried; accepted means 'no limit up to' it (default 64 MiB)")
+    probe.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)
     rep = sub.add_parser("report", help="render reports/ from a run")
     rep.add_argument("--run", default="latest", help="run id (default: the latest)")
     rep.add_argument("--out", type=Path, default=None, help="output directory (default: reports/)")
@@ -89,7 +98,8 @@ def cmd_prepare(layout: Layout, args: argparse.Namespace) -> int:
 
 
 def _selection(args: argparse.Namespace) -> cells.Selection:
-    return cells.Selection(tuple(args.adapter), tuple(args.case), tuple(args.family), getattr(args, "shard", (1, 1)))
+    return cells.Selection(tuple(args.adapter), tuple(args.case), tuple(args.family), getattr(args, "shard", (1, 1)),
+                           tuple(args.transport))
 
 
 def cmd_list(layout: Layout, args: argparse.Namespace) -> int:
@@ -124,6 +134,7 @@ def _resume_selection(args: argparse.Namespace, run_meta: dict[str, Any]) -> Non
     """A resumed run keeps the selection it was started with."""
     settings = run_meta.get("settings", {})
     args.adapter, args.case, args.family = settings["adapters"], settings["cases"], settings["families"]
+    args.transport = settings.get("transports", [])
     args.shard, args.budget_scale = tuple(settings["shard"]), settings["budget_scale"]
 
 
@@ -142,7 +153,8 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     broken = _prepare(layout, [a for a in adapters if a.name in {c.adapter.name for c in todo}])
     if run_meta is None:
         settings = {"jobs": args.jobs, "shard": list(args.shard), "adapters": args.adapter,
-                    "cases": args.case, "families": args.family, "cells": len(selected),
+                    "cases": args.case, "families": args.family, "transports": args.transport,
+                    "cells": len(selected),
                     "budget_scale": args.budget_scale}
         run_meta = meta.collect(layout, adapters, run.run_id, settings)
         run_meta["prepare_failures"] = broken
@@ -171,10 +183,30 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(layout: Layout, args: argparse.Namespace) -> int:
+    run = store.latest_run(layout.results) if args.run == "latest" else store.RunStore(layout.results / args.run)
+    run_meta = run.read_meta()
+    adapters = _adapters(layout, args.adapter)
+    broken = _prepare(layout, adapters)
+    adapters = [adapter for adapter in adapters if adapter.name not in broken]
+
+    def on_result(result: boundary.Boundary) -> None:
+        found = (f"no limit up to {result.no_limit_up_to:,}" if result.no_limit_up_to
+                 else f"largest accepted {result.largest_accepted or 0:,} bytes")
+        print(f"probe {result.column} {result.kind}: {found} ({result.probes} probes)", file=sys.stderr)
+
+    boundary.probe_all(layout, run, run_meta, adapters, jobs=args.jobs, max_bytes=args.max_bytes,
+                       kinds=tuple(args.kind) or boundary.KINDS, on_result=on_result)
+    print(f"boundary: {run.directory / 'boundary.json'}", file=sys.stderr)
+    return 1 if broken else 0
+
+
 def cmd_report(layout: Layout, args: argparse.Namespace) -> int:
     run = store.latest_run(layout.results) if args.run == "latest" else store.RunStore(layout.results / args.run)
     out = args.out or layout.reports
-    count = report.render(run, out)
+    result = layout.root / "servers" / "conformance" / "last-result.json"
+    conformance = json.loads(result.read_text()) if result.is_file() else None
+    count = report.render(run, out, conformance)
     print(f"report: {out / 'index.html'} ({count} cells from run {run.run_id})", file=sys.stderr)
     return 0
 
@@ -184,8 +216,8 @@ def cmd_catalog(layout: Layout, args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"prepare": cmd_prepare, "run": cmd_run, "report": cmd_report, "list": cmd_list,
-            "catalog": cmd_catalog}
+COMMANDS = {"prepare": cmd_prepare, "run": cmd_run, "probe": cmd_probe, "report": cmd_report,
+            "list": cmd_list, "catalog": cmd_catalog}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ else:  # pragma: no cover - Python 3.10
 Option = Union[str, int, float, bool]
 
 RUNTIMES = ("python", "node")
-TRANSPORTS = ("stdio",)
+TRANSPORTS = ("stdio", "http-json", "http-sse")
 KNOWN_KEYS = {"name", "title", "runtime", "package", "entry", "transports", "variants"}
 VARIANT_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TYPED_OPTIONS: dict[str, type] = {"list_tools": bool, "max_buffer_bytes": int}
@@ -37,6 +37,8 @@ class Variant:
     id: str
     description: str
     options: dict[str, Option]
+    transports: tuple[str, ...] | None = None
+    """The transports this variant runs on, when fewer than the adapter's (e.g. a stdio buffer option)."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,14 @@ def _variant(path: Path, variant_id: str, table: Any) -> Variant:
     description = table.get("description", "")
     if not isinstance(description, str):
         raise _fail(path, f"{key}.description", f"expected a string, got {description!r}")
+    transports = table.get("transports")
+    if transports is not None:
+        if not isinstance(transports, list) or not transports or any(t not in TRANSPORTS for t in transports):
+            raise _fail(path, f"{key}.transports", f"expected a non-empty list of {', '.join(TRANSPORTS)}")
+        transports = tuple(transports)
     options: dict[str, Option] = {}
     for name, value in table.items():
-        if name == "description":
+        if name in ("description", "transports"):
             continue
         if not isinstance(value, (str, int, float, bool)):
             raise _fail(path, f"{key}.{name}", f"options are scalars, got {type(value).__name__}")
@@ -95,7 +102,7 @@ def _variant(path: Path, variant_id: str, table: Any) -> Variant:
         if expected is not None and (type(value) is not expected):
             raise _fail(path, f"{key}.{name}", f"expected {expected.__name__}, got {value!r}")
         options[name] = value
-    return Variant(variant_id, description, options)
+    return Variant(variant_id, description, options, transports)
 
 
 def load(path: Path) -> Adapter:
@@ -128,6 +135,11 @@ def load(path: Path) -> Adapter:
     variants = data.get("variants")
     if not isinstance(variants, dict) or not variants:
         raise _fail(path, "variants", "at least one [variants.<id>] table is required")
+    built = tuple(_variant(path, vid, table) for vid, table in variants.items())
+    for variant in built:
+        extra = set(variant.transports or ()) - set(transports)
+        if extra:
+            raise _fail(path, f"variants.{variant.id}.transports", f"{', '.join(sorted(extra))} not in the adapter's transports")
     return Adapter(
         name=name,
         title=_string(path, data, "title"),
@@ -135,7 +147,7 @@ def load(path: Path) -> Adapter:
         package=_string(path, data, "package", allow_empty=True),
         entry=entry,
         transports=tuple(transports),
-        variants=tuple(_variant(path, vid, table) for vid, table in variants.items()),
+        variants=built,
         directory=directory,
     )
 

@@ -105,3 +105,43 @@ def run_bounded(
         wall_ms=round((time.monotonic() - started) * 1000, 1),
         stragglers_killed=stragglers,
     )
+
+
+class ServiceError(RuntimeError):
+    """A service the harness starts (the HTTP reference server) did not come up."""
+
+
+def start_service(command: list[str], *, stderr: Path, ready_timeout_s: float) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``command`` in its own process group; return it and the first line it prints."""
+    with open(stderr, "wb") as err:
+        service = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                   start_new_session=True)
+    with _live_lock:
+        _live_groups.add(service.pid)
+    lines: list[bytes] = []
+    reader = threading.Thread(target=lambda: lines.append(service.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(ready_timeout_s)
+    if not lines or not lines[0].strip():
+        stop_service(service)
+        raise ServiceError(f"`{' '.join(command)}` printed nothing within {ready_timeout_s} s "
+                           f"(exit code {service.returncode}); see {stderr}")
+    return service, lines[0].decode("utf-8", "replace").strip()
+
+
+def stop_service(service: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+    """SIGTERM the service's group (so it can journal its exit), then SIGKILL, and reap it."""
+    try:
+        os.killpg(service.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        service.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill_group(service.pid)
+    service.wait()
+    if service.stdout is not None:
+        service.stdout.close()
+    with _live_lock:
+        _live_groups.discard(service.pid)

@@ -17,12 +17,13 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from . import catalog
+from . import boundary, catalog
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
 from .store import RunStore
 
 TEMPLATES = Path(__file__).parent / "templates"
 ASSETS = ("style.css", "matrix.js")
+TRANSPORT_ORDER = ("stdio", "http-json", "http-sse")
 LOG_SHOWN = 16 * 1024
 
 LEGEND = {
@@ -45,10 +46,13 @@ LEGEND = {
 
 @dataclass
 class Row:
-    """One matrix row: a case in one schema mode."""
+    """One matrix row: a case in one schema mode on one transport."""
 
     case: catalog.Case
     schema: str
+    transport: str
+    first: bool
+    """The first row of its case (it carries the description)."""
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -83,18 +87,23 @@ def _columns(frame: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _rows(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[Row]:
-    by_cell = {(r["case"], r["schema"], r["client"]): r for r in frame.to_dict("records")}
+    """Rows in catalog order; a case's schema modes and transports are adjacent rows."""
+    by_cell = {(r["case"], r["schema"], r["transport"], r["client"]): r for r in frame.to_dict("records")}
+    transports = [t for t in TRANSPORT_ORDER if t in set(frame["transport"])]
     rows = []
     for case in catalog.CASES:
+        first = True
         for schema in case.schema_modes:
-            row = Row(case, schema)
-            for column in columns:
-                data = by_cell.get((case.id, schema, column["client"]))
-                if data is not None:
-                    row.cells[column["client"]] = {**data, "short": short_error(pd.Series(data)),
-                                                   "href": f"cells/{data['key']}.html"}
-            if row.cells:
-                rows.append(row)
+            for transport in transports:
+                row = Row(case, schema, transport, first)
+                for column in columns:
+                    data = by_cell.get((case.id, schema, transport, column["client"]))
+                    if data is not None:
+                        row.cells[column["client"]] = {**data, "short": short_error(pd.Series(data)),
+                                                       "href": f"cells/{data['key']}.html"}
+                if row.cells:
+                    rows.append(row)
+                    first = False
     return rows
 
 
@@ -115,8 +124,21 @@ def _summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[dict[st
             for column in columns]
 
 
-def render(run: RunStore, out: Path) -> int:
-    """Render the report of ``run`` into ``out``; returns the number of cells."""
+def _boundaries(run: RunStore, columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per column that was probed: its boundary per payload kind."""
+    found: dict[str, dict[str, Any]] = {}
+    for result in boundary.load(run):
+        found.setdefault(result["column"], {})[result["kind"]] = result
+    order = [c["client"] for c in columns] + sorted(set(found) - {c["client"] for c in columns})
+    return [{"client": client, "kinds": found[client]} for client in order if client in found]
+
+
+def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) -> int:
+    """Render the report of ``run`` into ``out``; returns the number of cells.
+
+    ``conformance`` is the reference server's latest conformance result (``nox -s conformance``),
+    named in the header of every page.
+    """
     meta = run.read_meta()
     records = {record["key"]: record for record in run.records()}
     frame = cells_frame(list(records.values()), meta)
@@ -133,14 +155,15 @@ def render(run: RunStore, out: Path) -> int:
         shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
     families = [f for f in catalog.FAMILIES if f in set(frame["family"])]
     (staging / "index.html").write_text(env.get_template("index.html.j2").render(
-        meta=meta, columns=columns, rows=rows, families=families, outcomes=OUTCOMES, legend=LEGEND,
-        summary=_summary(frame, columns), total=len(frame)), encoding="utf-8")
+        meta=meta, conformance=conformance, columns=columns, rows=rows, families=families, outcomes=OUTCOMES, legend=LEGEND,
+        summary=_summary(frame, columns), total=len(frame), boundaries=_boundaries(run, columns),
+        kinds=boundary.KINDS), encoding="utf-8")
     page = env.get_template("cell.html.j2")
     for row in frame.to_dict("records"):
         record = records[row["key"]]
         directory = run.cell_dir(row["key"])
         (staging / "cells" / f"{row['key']}.html").write_text(page.render(
-            meta=meta, row=row, case=catalog.get(row["case"]), record=record, legend=LEGEND,
+            meta=meta, conformance=conformance, row=row, case=catalog.get(row["case"]), record=record, legend=LEGEND,
             sent=sent_results(record.get("journal") or []),
             short=short_error(pd.Series(row)),
             stdout=_read_log(directory, "stdout.txt"), stderr=_read_log(directory, "stderr.txt")),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
@@ -56,16 +57,34 @@ def _base_record(cell: Cell) -> Record:
     }
 
 
+HTTP_READY_S = 10.0
+
+
+def _start_http_server(layout: Layout, cell: Cell, journal: Path, directory: Path) -> tuple[Any, str]:
+    """Start the reference server for an HTTP cell; return it and its URL."""
+    command = [sys.executable, *cell.server_args(layout.server, journal)]
+    service, line = process.start_service(command, stderr=directory / "server-stderr.txt", ready_timeout_s=HTTP_READY_S)
+    try:
+        return service, str(json.loads(line)["url"])
+    except (ValueError, KeyError, TypeError) as exc:
+        process.stop_service(service)
+        raise process.ServiceError(f"reference server printed {line[:200]!r}, not {{\"url\": ...}}") from exc
+
+
 def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
     """Run one cell to completion and return its record (never raises for the cell's faults)."""
     record = _base_record(cell)
     directory = store.cell_dir(cell.key)
+    service = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
         journal = directory / "journal.jsonl"
         journal.unlink(missing_ok=True)
+        url = None
+        if cell.is_http:
+            service, url = _start_http_server(layout, cell, journal, directory)
         cell_file = directory / "cell.json"
-        cell_file.write_text(json.dumps(cell.to_file(layout.server, journal), indent=2))
+        cell_file.write_text(json.dumps(cell.to_file(layout.server, journal, url), indent=2))
         raw = directory / "observation.raw.json"
         raw.unlink(missing_ok=True)
         finished = process.run_bounded(
@@ -85,6 +104,9 @@ def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
             "stdout_bytes": trim_log(directory / "stdout.txt"),
             "stderr_bytes": trim_log(directory / "stderr.txt"),
         }
+        if service is not None:
+            process.stop_service(service)
+            service = None
         record["journal"] = read_journal(journal)
         if raw.exists() and not finished.timed_out:
             try:
@@ -97,6 +119,9 @@ def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
                 raw.unlink()
     except Exception as exc:  # our own fault: recorded on the cell, the run goes on
         record["harness_error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        if service is not None:
+            process.stop_service(service)
     record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record
 

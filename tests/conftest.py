@@ -48,13 +48,13 @@ class Checkout:
         path = self.root / "results" / run_id / "cells.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()]
 
-    def rows(self, run_id: str) -> dict[tuple[str, str, str], dict[str, Any]]:
-        """Classified rows keyed by (client, case, schema), read from the rendered CSV."""
+    def rows(self, run_id: str, transport: str = "stdio") -> dict[tuple[str, str, str], dict[str, Any]]:
+        """Classified rows of one transport keyed by (client, case, schema), from the rendered CSV."""
         import pandas as pd
 
         self.harness("report", "--run", run_id)
         frame = pd.read_csv(self.root / "reports" / "data" / "cells.csv", keep_default_na=False)
-        return {(r["client"], r["case"], r["schema"]): r for r in frame.to_dict("records")}
+        return {(r["client"], r["case"], r["schema"]): r for r in frame.to_dict("records") if r["transport"] == transport}
 
     def processes_left(self) -> list[str]:
         """Command lines of live processes that mention this checkout."""

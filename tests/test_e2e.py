@@ -41,11 +41,20 @@ def schema_slice(tmp_path_factory):
 
 def test_every_cell_is_classified(schema_slice):
     scratch, rows = schema_slice
-    columns = {row["client"] for row in rows.values()}
-    assert len(columns) == 11
+    assert len({row["client"] for row in rows.values()}) == 11
     assert len(rows) == 11 * 3 * 2
+    for transport in ("http-json", "http-sse"):  # the stdio-only maxbuf variants are not on HTTP
+        assert len(scratch.rows("e2e", transport)) == 9 * 3 * 2
     assert {row["outcome"] for row in rows.values()} <= set(OUTCOMES) - {"harness-error", "crash"}
     assert scratch.processes_left() == []
+
+
+def test_control_case_passes_over_http(schema_slice):
+    scratch, _ = schema_slice
+    for transport in ("http-json", "http-sse"):
+        for (client, case, schema), row in scratch.rows("e2e", transport).items():
+            if case == "ok":
+                assert row["outcome"] == "pass" and row["followup"] == "ok", (transport, client, schema)
 
 
 def test_control_case_passes_unaltered_everywhere(schema_slice):
@@ -84,6 +93,7 @@ def test_size_family_with_every_column(checkout):
     scratch.harness("run", "--run-id", "size", "--family", "size", timeout=1800)
     rows = scratch.rows("size")
     assert len(rows) == 11 * 9
+    assert len(scratch.rows("size", "http-sse")) == 9 * 9
     assert {row["outcome"] for row in rows.values()} <= set(OUTCOMES) - {"harness-error"}
     assert all(int(row["frame_bytes"]) > 3_000_000 for row in rows.values()), "the journal has every big frame"
     assert all(row["outcome"] == "pass" for (client, _, _), row in rows.items() if client == "raw-jsonrpc")

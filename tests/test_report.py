@@ -15,7 +15,8 @@ REQUIRED_COLUMNS = {
 
 def test_report_escapes_client_text_and_links_relatively(checkout):
     scratch = checkout("raw-jsonrpc", "garbage")
-    scratch.harness("run", "--run-id", "rep", "--case", "ok", "--case", "text-10mib", "--budget-scale", "0.5")
+    scratch.harness("run", "--run-id", "rep", "--case", "ok", "--case", "text-10mib", "--budget-scale", "0.5",
+                    "--transport", "stdio")
     scratch.harness("report", "--run", "rep")
     reports = scratch.root / "reports"
     index = (reports / "index.html").read_text()
@@ -36,7 +37,7 @@ def test_report_escapes_client_text_and_links_relatively(checkout):
 
 def test_data_files_have_the_documented_columns(checkout):
     scratch = checkout("raw-jsonrpc")
-    scratch.harness("run", "--run-id", "data", "--case", "type-swap")
+    scratch.harness("run", "--run-id", "data", "--case", "type-swap", "--transport", "stdio")
     scratch.harness("report", "--run", "data")
     frame = pd.read_csv(scratch.root / "reports" / "data" / "cells.csv")
     assert REQUIRED_COLUMNS <= set(frame.columns)

@@ -13,7 +13,7 @@ from .conftest import REPO
 def test_kill_and_resume_records_every_cell_once(checkout):
     scratch = checkout("raw-jsonrpc")
     command = [sys.executable, "-m", "harness", "--root", str(scratch.root), "run", "--run-id", "r",
-               "--family", "schema", "--jobs", "1"]
+               "--family", "schema", "--transport", "stdio", "--jobs", "1"]
     run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     records = scratch.root / "results" / "r" / "cells.jsonl"
     deadline = time.monotonic() + 120

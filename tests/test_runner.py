@@ -9,7 +9,7 @@ def test_bad_adapters_are_contained(checkout):
     scratch = checkout("raw-jsonrpc", "hang", "crash", "garbage")
     started = time.monotonic()
     scratch.harness("run", "--run-id", "faults", "--case", "ok", "--case", "type-swap",
-                    "--budget-scale", "0.1", "--jobs", "2")
+                    "--budget-scale", "0.1", "--jobs", "2", "--transport", "stdio")
     elapsed = time.monotonic() - started
     rows = scratch.rows("faults")
     assert len(rows) == 4 * 2 * 2

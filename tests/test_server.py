@@ -70,8 +70,28 @@ def test_server_implements_exactly_the_catalog():
     assert json.loads(listed) == [case.id for case in catalog.CASES]
 
 
+URI = "ledger://accounts/ACC-4471"
+EXPECTED_PROTOCOL_RESULTS = {
+    "unknown-content-type": {"content": [{"type": "hologram", "data": "SG9sb2dyYW0=", "mimeType": "model/hologram"},
+                                         text(ACCOUNT)]},
+    "content-missing-type": {"content": [{"text": FULL}]},
+    "resource-link": {"content": [text(ACCOUNT), {"type": "resource_link", "uri": URI, "name": "ACC-4471 balance",
+                                                  "mimeType": "application/json"}]},
+    "embedded-resource": {"content": [{"type": "resource", "resource": {"uri": URI, "mimeType": "application/json",
+                                                                        "text": FULL}}]},
+}
+EXPECTED_PROTOCOL_ERRORS = {
+    "jsonrpc-error": (-32603, "Internal error: ledger unavailable"),
+    "jsonrpc-error-data": (-32603, "Internal error: ledger unavailable"),
+    "error-no-message": (-32603, "None"),
+}
+OTHER_PROTOCOL_CASES = {"version-mismatch", "audio"}
+TRANSPORT_CASES = {case.id for case in catalog.CASES if case.family == "transport"}
+
+
 def test_expectations_cover_every_case():
-    covered = set(EXPECTED_SCHEMA_RESULTS) | set(EXPECTED_SIZES) | {"many-blocks"}
+    covered = (set(EXPECTED_SCHEMA_RESULTS) | set(EXPECTED_SIZES) | {"many-blocks"} | set(EXPECTED_PROTOCOL_RESULTS)
+               | set(EXPECTED_PROTOCOL_ERRORS) | OTHER_PROTOCOL_CASES | TRANSPORT_CASES)
     assert covered == {case.id for case in catalog.CASES}
 
 
@@ -80,7 +100,8 @@ def raw_run(tmp_path_factory):
     from .conftest import Checkout
 
     checkout = Checkout(tmp_path_factory.mktemp("raw") / "checkout", ["raw-jsonrpc"])
-    checkout.harness("run", "--run-id", "raw")
+    checkout.harness("run", "--run-id", "raw", "--transport", "stdio", "--family", "schema", "--family", "size",
+                     "--family", "protocol")
     return {record["case"] + "/" + record["schema"]: record for record in checkout.records("raw")}
 
 
@@ -124,3 +145,105 @@ def test_elision_is_deterministic_and_null_insensitive():
     with_nulls = [{**block, "annotations": None} for block in blocks]
     assert elide(blocks)["sha256"] == elide(with_nulls)["sha256"]
     assert elide("x" * 5000)["length"] == 5000 and elide("short") == "short"
+
+
+@pytest.mark.parametrize("case_id", sorted(EXPECTED_PROTOCOL_RESULTS))
+def test_protocol_result_frames(raw_run, case_id):
+    [call] = raw_run[f"{case_id}/none"]["observation"]["calls"]
+    assert call["result"] == EXPECTED_PROTOCOL_RESULTS[case_id]
+
+
+@pytest.mark.parametrize("case_id", sorted(EXPECTED_PROTOCOL_ERRORS))
+def test_protocol_error_frames(raw_run, case_id):
+    [call] = raw_run[f"{case_id}/none"]["observation"]["calls"]
+    assert call["status"] == "raised"
+    assert (call["error"]["code"], call["error"]["message"]) == EXPECTED_PROTOCOL_ERRORS[case_id]
+    [sent] = [e for e in raw_run[f"{case_id}/none"]["journal"] if e.get("event") == "send" and e.get("id") == 2]
+    assert ("message" in sent["message"]["error"]) is (case_id != "error-no-message")
+
+
+def test_version_mismatch_and_audio(raw_run):
+    assert raw_run["version-mismatch/none"]["observation"]["initialize"]["protocol_version"] == "1999-01-01"
+    [call] = raw_run["audio/none"]["observation"]["calls"]
+    assert [block["type"] for block in call["result"]["content"]] == ["text", "audio"]
+    assert call["result"]["content"][1]["mimeType"] == "audio/wav"
+
+
+@pytest.fixture(scope="module")
+def transport_run(tmp_path_factory):
+    from .conftest import Checkout
+
+    checkout = Checkout(tmp_path_factory.mktemp("raw-transport") / "checkout", ["raw-jsonrpc"])
+    checkout.harness("run", "--run-id", "t", "--family", "transport", "--budget-scale", "0.3")
+    assert checkout.processes_left() == []
+    return {record["case"]: record for record in checkout.records("t")}
+
+
+def events(record, name):
+    return [event for event in record["journal"] if event.get("event") == name]
+
+
+def parse_errors(record):
+    return [frame for frame in record["observation"]["wire"]["frames"] if frame["parse_error"]]
+
+
+def test_stdout_noise_and_banner_are_non_json_lines(transport_run):
+    for case_id in ("stdout-noise", "stdout-banner"):
+        record = transport_run[case_id]
+        assert len(parse_errors(record)) == 1, case_id
+        assert record["observation"]["calls"][0]["status"] == "returned"
+        [raw] = events(record, "send-raw")
+        assert raw["bytes"] == parse_errors(record)[0]["bytes"]
+
+
+def test_stderr_flood_writes_8_mib(transport_run):
+    record = transport_run["stderr-flood"]
+    assert sum(e["bytes"] for e in events(record, "send-raw") if e["stream"] == "stderr") == 8 * 1024 * 1024
+
+
+def test_broken_frames(transport_run):
+    assert len(parse_errors(transport_run["malformed-frame"])) == 1
+    partial = transport_run["partial-frame-eof"]
+    assert partial["observation"]["calls"][0]["error"]["type"] == "EOFError"
+    assert events(partial, "exit")[-1]["reason"] == "fault"
+    exited = transport_run["exit-mid-call"]
+    assert exited["observation"]["calls"][0]["error"]["type"] == "EOFError"
+    assert events(exited, "exit")[-1]["detail"].startswith("exit-mid-call")
+
+
+def test_unanswered_and_misaddressed_calls(transport_run):
+    for case_id in ("no-response", "wrong-id"):
+        record = transport_run[case_id]
+        assert record["observation"]["calls"][0]["error"]["type"] == "TimeoutError", case_id
+        assert record["observation"]["followup"]["status"] == "returned", case_id
+    assert events(transport_run["no-response"], "withheld")
+    wrong = [f for f in transport_run["wrong-id"]["observation"]["wire"]["frames"] if f["kind"] == "response"]
+    assert any(frame["id"] == 1002 for frame in wrong)
+
+
+def test_duplicate_crlf_and_notifications(transport_run):
+    duplicate = transport_run["duplicate-response"]["observation"]["wire"]["frames"]
+    ids = [frame["id"] for frame in duplicate if frame["kind"] == "response"]
+    assert ids.count(2) == 2
+    crlf = transport_run["crlf-framing"]
+    assert all(e["bytes"] == len(json.dumps(e["message"], separators=(",", ":"), ensure_ascii=False)
+                                 .encode()) + 2 for e in events(crlf, "send") if e["message"].get("id") == 1)
+    notifications = [f for f in transport_run["interleaved-notifications"]["observation"]["wire"]["frames"]
+                     if f["kind"] == "notification"]
+    assert len(notifications) == 3
+
+
+def test_slow_writer_journals_its_writes(transport_run):
+    [send] = [e for e in events(transport_run["slow-writer"], "send") if e.get("slow")]
+    assert send["slow"]["sent_bytes"] == send["bytes"] > 32 * 1024 * 1024
+    assert send["write_ms"] >= 0
+
+
+def test_cancel_stops_the_producer(transport_run):
+    record = transport_run["cancel-then-followup"]
+    cancels = [e for e in record["journal"] if e.get("method") == "notifications/cancelled"]
+    assert len(cancels) == 1 and cancels[0]["params"]["requestId"] == 2
+    [observed] = events(record, "cancel-observed")
+    assert observed["producer_stopped"] is True and 800 <= observed["after_ms"] <= 3000
+    assert record["observation"]["calls"][0]["cancelled_after_ms"] is not None
+    assert record["observation"]["followup"]["status"] == "returned"

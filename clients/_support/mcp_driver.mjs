@@ -11,14 +11,18 @@
  *    ({@link checkOptions}); `list_tools` and `max_buffer_bytes` mean what docs/adapters.md says;
  *  - `sdk` is an {@link Sdk}.
  *
- * The driver checks the cell (stdio only; a bad option or argument exits 2 before anything runs),
- * then runs the steps of docs/adapters.md on one session: `connect` (initialize), `listTools()`
- * when the variant asks for it, every call of the cell, the follow-up, `close()`. Every request
- * carries `{ timeout: call_timeout_ms }`. What a step returns or raises, and every error the SDK
- * reports through `transport.onerror` / `client.onerror` (or lets escape as an
- * uncaughtException / unhandledRejection), is recorded by {@link createRun}, whose watchdog
- * writes the observation and exits 0 if the client never settles. `close()` is awaited at most
- * {@link CLOSE_WAIT_MS} (within the budget); if it does not settle, the server child is killed.
+ * The driver checks the cell (transport `stdio`, `http-json` or `http-sse`; a bad option or
+ * argument exits 2 before anything runs), then runs the steps of docs/adapters.md on one session:
+ * `connect` (initialize), `listTools()` when the variant asks for it, every call of the cell, the
+ * follow-up, `close()`. Every request carries `{ timeout: call_timeout_ms }`. A call with
+ * `cancel_after_ms` also carries the `signal` of an `AbortController` that is aborted that many
+ * milliseconds after the call started (the SDKs' own cancellation: they then send
+ * `notifications/cancelled` and reject the call); its record gets `cancelled_after_ms`. What a
+ * step returns or raises, and every error the SDK reports through `transport.onerror` /
+ * `client.onerror` (or lets escape as an uncaughtException / unhandledRejection), is recorded by
+ * {@link createRun}, whose watchdog writes the observation and exits 0 if the client never
+ * settles. `close()` is awaited at most {@link CLOSE_WAIT_MS} (within the budget); if it does not
+ * settle, the server child is killed.
  *
  * @module mcp_driver
  */
@@ -41,17 +45,30 @@ const CLIENT_INFO = { name: 'mcp-client-matrix', version: '0.1.0' };
  * @property {(clientInfo: {name: string, version: string}) => object} makeClient the SDK's
  *   `Client`, not connected
  * @property {(cell: object, options: Record<string, unknown>) => object} makeTransport the SDK's
- *   stdio client transport for the cell's server, not started ({@link stdioParameters} gives the
- *   usual constructor argument). Its `pid` is read as soon as `client.connect(transport)` has
- *   returned its promise (the SDKs spawn the server synchronously there), to kill the server
- *   child when the adapter stops waiting
+ *   client transport for the cell's server, not started: for `stdio` its stdio transport
+ *   ({@link stdioParameters} gives the usual constructor argument), for `http-*` its Streamable
+ *   HTTP transport to `new URL(cell.server.url)` ({@link isHttp}). A stdio transport's `pid` is
+ *   read as soon as `client.connect(transport)` has returned its promise (the SDKs spawn the
+ *   server synchronously there), to kill the server child when the adapter stops waiting
  * @property {(client: object, params: {name: string, arguments: object|undefined},
- *   requestOptions: {timeout: number}) => Promise<object>} callTool one `tools/call`, resolving to
- *   the result as the client exposes it to its caller
+ *   requestOptions: {timeout: number, signal?: AbortSignal}) => Promise<object>} callTool one
+ *   `tools/call`, resolving to the result as the client exposes it to its caller
  * @property {(client: object) => string|null|undefined} protocolVersion the protocol version the
  *   client agreed on, or `null` / `undefined` when it does not expose one; also asked after a
  *   failed initialize
  */
+
+/** The transports an adapter built on this driver supports. */
+export const TRANSPORTS = ['stdio', 'http-json', 'http-sse'];
+
+/**
+ * Whether the cell's transport is Streamable HTTP (`server.url` names a running server).
+ * @param {object} cell
+ * @returns {boolean}
+ */
+export function isHttp(cell) {
+  return cell.transport === 'http-json' || cell.transport === 'http-sse';
+}
 
 /**
  * The stdio server parameters (`StdioServerParameters`) for the cell's server: `command`, `args`,
@@ -89,7 +106,16 @@ export function runAdapter({ name, package: pkg, adapterUrl, options: known, sdk
   } catch (err) {
     fail(err.message);
   }
-  if (cell.transport !== 'stdio') fail(`transport ${JSON.stringify(cell.transport)} is not supported (stdio only)`);
+  if (!TRANSPORTS.includes(cell.transport)) {
+    fail(`transport ${JSON.stringify(cell.transport)} is not supported (${TRANSPORTS.join(', ')})`);
+  }
+  if (isHttp(cell) && typeof cell.server?.url !== 'string') fail(`transport ${cell.transport} needs server.url`);
+  for (const call of cell.calls) {
+    const after = call.cancel_after_ms;
+    if (after !== undefined && after !== null && !(Number.isInteger(after) && after >= 0)) {
+      fail(`cancel_after_ms: expected a non-negative integer, got ${JSON.stringify(after)}`);
+    }
+  }
   if ('max_buffer_bytes' in options && !(options.max_buffer_bytes > 0)) {
     fail(`option max_buffer_bytes: expected a positive integer, got ${options.max_buffer_bytes}`);
   }
@@ -120,15 +146,36 @@ function killProcess(pid) {
   }
 }
 
-/** One `callTool`; `place` puts the (pending) record into the observation before it is awaited. */
+/**
+ * One `callTool`; `place` puts the (pending) record into the observation before it is awaited.
+ * With `call.cancel_after_ms`, the request options carry an `AbortController`'s signal, aborted
+ * (`controller.abort()`, no reason: what an application's cancel button does) that many ms after
+ * the call started; `cancelled_after_ms` is when the abort was issued (`null` if the call settled
+ * first).
+ */
 async function callStep(run, sdk, client, call, requestOptions, place) {
   const step = run.begin('call', { tool: call.name });
   place(step.record);
+  const after = call.cancel_after_ms;
+  let options = requestOptions;
+  let timer;
+  let issuedAt = null;
+  if (after !== undefined && after !== null) {
+    const controller = new AbortController();
+    options = { ...requestOptions, signal: controller.signal };
+    timer = setTimeout(() => {
+      issuedAt = step.elapsed();
+      controller.abort();
+    }, after);
+  }
+  const cancelled = () => (after === undefined || after === null ? {} : { cancelled_after_ms: issuedAt });
   try {
-    const result = await sdk.callTool(client, { name: call.name, arguments: call.arguments }, requestOptions);
-    run.settle(step, { status: 'returned', result, error: null });
+    const result = await sdk.callTool(client, { name: call.name, arguments: call.arguments }, options);
+    clearTimeout(timer);
+    run.settle(step, { status: 'returned', result, error: null, ...cancelled() });
   } catch (err) {
-    run.settle(step, { status: 'raised', result: null, error: errorRecord(err) });
+    clearTimeout(timer);
+    run.settle(step, { status: 'raised', result: null, error: errorRecord(err), ...cancelled() });
   }
 }
 
@@ -149,7 +196,7 @@ async function drive(cell, options, sdk, run, child) {
   let connected = false;
   try {
     const connecting = client.connect(transport, requestOptions);
-    child.pid = transport.pid ?? null; // spawned synchronously inside connect()
+    child.pid = transport.pid ?? null; // stdio: spawned synchronously inside connect(); HTTP: none
     await connecting;
     run.settle(init, { status: 'ok', error: null, protocol_version: sdk.protocolVersion(client) ?? null });
     connected = true;

@@ -8,15 +8,24 @@ Contract: an adapter holds only what is specific to its SDK version and ends wit
 - ``_STARTED`` is ``time.monotonic()`` taken before the SDK imports (the harness's budget runs
   from process start), ``PACKAGE`` the distribution whose installed version is recorded and
   ``CLOSE_RESERVE_S`` the seconds the SDK's own shutdown needs;
-- ``connect(cell, on_message)`` returns a :class:`Connection`, not yet entered, to the cell's stdio
-  server (:func:`stdio_server`) with ``on_message`` as the SDK's message handler and
-  ``call_timeout_ms`` as its per-request timeout. Entering it is the initialize step and returns a
-  :class:`Session`; ``protocol_version`` is then the negotiated version. Exiting it is the close.
+- ``connect(cell, on_message)`` returns a :class:`Connection`, not yet entered, to the cell's server
+  with ``on_message`` as the SDK's message handler and ``call_timeout_ms`` as its per-request
+  timeout: for ``stdio`` through the SDK's stdio client (:func:`stdio_server`), for ``http-json`` /
+  ``http-sse`` through its Streamable HTTP client to ``server.url`` (:func:`server_url`). Entering
+  it is the initialize step and returns a :class:`Session`; ``protocol_version`` is then the
+  negotiated version. Exiting it is the close.
 
 The driver runs the steps of docs/adapters.md (initialize, list_tools when the variant asks for it,
 the calls, the follow-up, close) within the cell's :class:`observe.Budget`: what the client raises
 is recorded as a fact, a step past the steps deadline is ended and recorded as ``AdapterTimeout``,
 and the :class:`observe.Watchdog` writes the observation and exits if the client never returns.
+
+A call with ``cancel_after_ms`` runs inside an anyio cancel scope whose deadline is that many
+milliseconds after the call starts: the structured cancellation an anyio application uses
+(``anyio.move_on_after``). Neither SDK has a cancellation API of its own; what each then puts on
+the wire is its own business (mcp 2.x sends ``notifications/cancelled`` from its dispatcher, mcp 1.x
+sends nothing). When the client raises nothing but the cancellation itself, the call is recorded as
+raised with the reserved type ``Cancelled``; the entry carries ``cancelled_after_ms``.
 """
 
 from __future__ import annotations
@@ -31,6 +40,13 @@ import anyio
 import observe
 
 OPTIONS = {"list_tools": bool}
+TRANSPORTS = ("stdio", "http-json", "http-sse")
+HTTP_TRANSPORTS = ("http-json", "http-sse")
+
+
+class Cancelled(Exception):
+    """Recorded (type ``Cancelled``) for a call the adapter cancelled when the client raised nothing
+    of its own: anyio's cancellation is absorbed by the adapter's scope, the call just ends."""
 
 
 class MessageHandler(Protocol):
@@ -72,6 +88,16 @@ def stdio_server(cell: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def is_http(cell: dict[str, Any]) -> bool:
+    """Whether the cell's transport is one of the Streamable HTTP ones."""
+    return cell.get("transport", "stdio") in HTTP_TRANSPORTS
+
+
+def server_url(cell: dict[str, Any]) -> str:
+    """The URL of the (already running) reference server of an ``http-*`` cell."""
+    return str(cell["server"]["url"])
+
+
 def _deadline(monotonic_deadline: float) -> float:
     """A ``time.monotonic()`` deadline on anyio's clock."""
     return anyio.current_time() + (monotonic_deadline - time.monotonic())
@@ -102,10 +128,30 @@ async def _call(session: Session, obs: observe.Observation, kind: str, call: dic
     name = call["name"]
     watch = obs.begin(kind, name)
     arguments = call.get("arguments")
-    result, error = await _attempt(f"{kind} {name}", lambda: session.call_tool(name, arguments), budget.steps, outer)
+    after_ms = call.get("cancel_after_ms")
+    issued: list[float] = []
+
+    async def invoke() -> Any:
+        if after_ms is None:
+            return await session.call_tool(name, arguments)
+        # The application's cancellation: a cancel scope around the call, cancelled after_ms later.
+        scope = anyio.CancelScope(deadline=anyio.current_time() + after_ms / 1000.0)
+        try:
+            with scope:
+                return await session.call_tool(name, arguments)
+        finally:
+            if scope.cancel_called:
+                issued.append(float(after_ms))
+        raise Cancelled(f"the adapter cancelled the call after {after_ms} ms (anyio cancel scope); "
+                        "the client raised nothing but the cancellation")
+
+    result, error = await _attempt(f"{kind} {name}", invoke, budget.steps, outer)
     duration = watch.ms()
     dumped = None if error else result.model_dump(mode="json", by_alias=True)
-    obs.end(kind, obs.call_entry(name, duration, dumped, error))
+    entry = obs.call_entry(name, duration, dumped, error)
+    if after_ms is not None:
+        entry["cancelled_after_ms"] = issued[0] if issued else None
+    obs.end(kind, entry)
 
 
 async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.Budget, connect: Connect) -> None:
@@ -161,8 +207,15 @@ def main(argv: list[str], started: float, package: str, close_reserve_s: float, 
         observe.fail("usage: adapter.py <cell.json> <observation.json>")
     cell = observe.read_cell(argv[1])
     observe.check_options(cell["options"], OPTIONS)
-    if cell.get("transport", "stdio") != "stdio":
-        observe.fail(f"transport {cell.get('transport')!r} is not supported by this adapter (stdio only)")
+    transport = cell.get("transport", "stdio")
+    if transport not in TRANSPORTS:
+        observe.fail(f"transport {transport!r} is not supported by this adapter ({', '.join(TRANSPORTS)})")
+    if transport in HTTP_TRANSPORTS and not isinstance(cell["server"].get("url"), str):
+        observe.fail(f"transport {transport!r} needs server.url")
+    for call in cell["calls"]:
+        after = call.get("cancel_after_ms")
+        if after is not None and (type(after) is not int or after < 0):
+            observe.fail(f"cancel_after_ms: expected a non-negative integer, got {after!r}")
     out = argv[2]
     obs = observe.Observation(cell, package)
     budget = observe.Budget.of(cell, started, close_reserve_s)

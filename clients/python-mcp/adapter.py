@@ -1,14 +1,18 @@
-"""Adapter for the official MCP Python SDK 2.x (``mcp.Client`` over stdio).
+"""Adapter for the official MCP Python SDK 2.x (``mcp.Client`` over stdio or Streamable HTTP).
 
 Usage: ``python adapter.py <cell.json> <observation.json>`` (see docs/adapters.md).
 
-The client is used the way an application uses it: ``Client(StdioServerParameters(...))`` as an
-async context manager (spawns the server through ``mcp.client.stdio.stdio_client``, probes
-``server/discover`` and falls back to ``initialize``), ``client.list_tools()`` when the variant asks
-for it, ``client.call_tool(name, arguments)``. ``read_timeout_seconds`` (the SDK's per-request
-timeout) is ``call_timeout_ms``. Exceptions the SDK delivers to ``message_handler`` are the
-transport errors. Facts only: what each call returned or raised. The steps, deadlines and the
-observation are ``_support/mcp_driver.py``'s.
+The client is used the way an application uses it: ``Client(StdioServerParameters(...))`` (spawns
+the server through ``mcp.client.stdio.stdio_client``) or, for the ``http-*`` transports,
+``Client(url)`` (given a URL string, ``Client`` uses
+``mcp.client.streamable_http.streamable_http_client``), as an async context manager (probes
+``server/discover`` and falls back to ``initialize``), ``client.list_tools()`` when the variant
+asks for it, ``client.call_tool(name, arguments)``; a call with ``cancel_after_ms`` is cancelled by
+an anyio cancel scope (``_support/mcp_driver.py``), on which the SDK's dispatcher sends
+``notifications/cancelled`` itself. ``read_timeout_seconds`` (the SDK's per-request timeout) is
+``call_timeout_ms``. Exceptions the SDK delivers to ``message_handler`` are the transport errors.
+Facts only: what each call returned or raised. The steps, deadlines and the observation are
+``_support/mcp_driver.py``'s.
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ CLOSE_RESERVE_S = 7.0
 
 
 def connect(cell: dict[str, Any], on_message: mcp_driver.MessageHandler) -> Client:
-    """The client, not yet entered: entering it spawns the server and negotiates the protocol."""
+    """The client, not yet entered: entering it spawns the server (stdio) or opens the HTTP client,
+    and negotiates the protocol."""
+    server = mcp_driver.server_url(cell) if mcp_driver.is_http(cell) else StdioServerParameters(
+        **mcp_driver.stdio_server(cell))
     return Client(
-        StdioServerParameters(**mcp_driver.stdio_server(cell)),
+        server,
         read_timeout_seconds=cell["call_timeout_ms"] / 1000.0,
         message_handler=on_message,
     )

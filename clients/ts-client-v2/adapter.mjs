@@ -4,23 +4,38 @@
  *   node adapter.mjs <cell.json> <observation.json>      (cwd = this directory)
  *
  * Spawns the reference server through the package's own `StdioClientTransport`
- * (`@modelcontextprotocol/client/stdio`), runs `Client.connect` with the default version
- * negotiation (legacy `initialize`), optionally `listTools()`, every call of the cell and the
- * follow-up through `Client.callTool`, then `Client.close()`; writes what each step returned or
- * raised and every error the SDK reported out of band (`transport.onerror`, `client.onerror`).
- * The protocol version is `Client.getNegotiatedProtocolVersion()`. Facts only: see
- * docs/adapters.md. The steps, the watchdog and the observation are `_support/mcp_driver.mjs`'s.
+ * (`@modelcontextprotocol/client/stdio`) or, for the `http-json` / `http-sse` transports, connects
+ * to `server.url` through its `StreamableHTTPClientTransport` (`@modelcontextprotocol/client`),
+ * runs `Client.connect` with the default version negotiation (legacy `initialize`), optionally
+ * `listTools()`, every call of the cell and the follow-up through `Client.callTool`, then
+ * `Client.close()`; writes what each step returned or raised and every error the SDK reported out
+ * of band (`transport.onerror`, `client.onerror`). The protocol version is
+ * `Client.getNegotiatedProtocolVersion()`. Facts only: see docs/adapters.md. The steps, the
+ * watchdog and the observation are `_support/mcp_driver.mjs`'s.
  *
  * Options:
  *   list_tools        (bool) call `listTools()` after initialize
  *   max_buffer_bytes  (int)  `StdioServerParameters.maxBufferSize`, the stdio ReadBuffer limit
- *                            (SDK default 10 MiB)
+ *                            (SDK default 10 MiB); the HTTP transport has no such limit, so
+ *                            it does not apply there (noted on stderr)
+ *
+ * A call with `cancel_after_ms` passes an `AbortController`'s signal in its request options
+ * (`_support/mcp_driver.mjs`); on a handshake-era connection the SDK then sends
+ * `notifications/cancelled` and rejects the call.
  */
 
-import { Client } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-import { runAdapter, stdioParameters } from '../_support/mcp_driver.mjs';
+import { isHttp, runAdapter, stdioParameters } from '../_support/mcp_driver.mjs';
+
+function makeTransport(cell, options) {
+  if (!isHttp(cell)) return new StdioClientTransport(stdioParameters(cell, options));
+  if ('max_buffer_bytes' in options) {
+    process.stderr.write(`ts-client-v2 adapter: max_buffer_bytes does not apply to ${cell.transport} (stdio only)\n`);
+  }
+  return new StreamableHTTPClientTransport(new URL(cell.server.url));
+}
 
 runAdapter({
   name: 'ts-client-v2',
@@ -29,7 +44,7 @@ runAdapter({
   options: { list_tools: 'boolean', max_buffer_bytes: 'integer' },
   sdk: {
     makeClient: (clientInfo) => new Client(clientInfo),
-    makeTransport: (cell, options) => new StdioClientTransport(stdioParameters(cell, options)),
+    makeTransport,
     callTool: (client, params, requestOptions) => client.callTool(params, requestOptions),
     protocolVersion: (client) => client.getNegotiatedProtocolVersion(),
   },

@@ -1,7 +1,13 @@
 """Command line of the reference server: ``python servers/reference --case ID --schema MODE``.
 
-Serves one fault case per process over stdio. ``--list-cases`` prints the implemented case ids
-as a JSON array and exits.
+Serves one fault case per process over stdio, or with ``--transport http-json|http-sse`` over
+Streamable HTTP on 127.0.0.1 (``--port``, 0 = any free port): it then prints one line
+``{"url": "http://127.0.0.1:PORT/mcp"}`` on stdout and serves until it is signalled.
+``--case conformance`` (HTTP only) serves the tools of the official conformance suite instead of
+a fault case (``conformance_tools.py``). ``--case probe --probe-kind text|cjk|blob --probe-bytes N``
+(stdio only) answers the call with a frame of exactly N bytes, for the harness's boundary probe.
+``--list-cases`` prints the implemented case ids as a JSON
+array and exits.
 """
 
 from __future__ import annotations
@@ -16,12 +22,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # also importable when run as ``python -m servers.reference``
     sys.path.insert(0, HERE)
 
-from cases import CASES, case_ids  # noqa: E402
+from cases import CASES, PROBE_CASE, case_ids  # noqa: E402
 from journal import Journal  # noqa: E402
 from protocol import Session  # noqa: E402
 from stdio import serve  # noqa: E402
+from stdio_faults import PROBE_KINDS  # noqa: E402
 
 SCHEMA_MODES = ("advertised", "hidden", "none")
+TRANSPORTS = ("stdio", "http-json", "http-sse")
+CONFORMANCE_CASE = "conformance"
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -31,6 +40,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                         help="advertise get_account_balance's outputSchema in tools/list or not")
     parser.add_argument("--journal", default=None, help="append the journal (JSON lines) here")
     parser.add_argument("--list-cases", action="store_true", help="print the case ids and exit")
+    parser.add_argument("--transport", default="stdio", choices=TRANSPORTS,
+                        help="stdio, or Streamable HTTP answering with JSON bodies or SSE streams")
+    parser.add_argument("--port", type=int, default=0, help="HTTP port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--probe-kind", choices=PROBE_KINDS, help="with --case probe: the payload kind")
+    parser.add_argument("--probe-bytes", type=int, help="with --case probe: the exact frame size")
     return parser.parse_args(argv)
 
 
@@ -39,10 +53,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_cases:
         print(json.dumps(case_ids()))
         return 0
-    if args.case not in CASES:
+    if args.case == CONFORMANCE_CASE and args.transport == "stdio":
+        print("reference-server: --case conformance needs an HTTP transport", file=sys.stderr)
+        return 2
+    probing = args.case == PROBE_CASE.id
+    if probing and (args.transport != "stdio" or args.probe_kind is None or args.probe_bytes is None):
+        print("reference-server: --case probe needs stdio, --probe-kind and --probe-bytes", file=sys.stderr)
+        return 2
+    if args.case not in CASES and args.case not in (CONFORMANCE_CASE, PROBE_CASE.id):
         print(f"reference-server: unknown case {args.case!r}; see --list-cases", file=sys.stderr)
         return 2
     journal = Journal(args.journal)
+    if args.transport != "stdio":
+        import http_transport  # noqa: PLC0415 - stdio runs never import the HTTP stack
+
+        journal = http_transport.LockedJournal(journal)
 
     def on_signal(signum: int, _frame: object) -> None:
         journal.write("exit", reason="signal", detail=signal.Signals(signum).name)
@@ -50,9 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_signal)
-    journal.write("start", case=args.case, schema=args.schema, pid=os.getpid(), transport="stdio")
     try:
-        reason = serve(Session(CASES[args.case], args.schema), journal)
+        if args.transport == "stdio":
+            journal.write("start", case=args.case, schema=args.schema, pid=os.getpid(), transport="stdio")
+            case = PROBE_CASE if probing else CASES[args.case]
+            probe = (args.probe_kind, args.probe_bytes) if probing else None
+            reason = serve(Session(case, args.schema), journal, probe)
+        else:
+            reason = http_transport.serve(_session_factory(args), journal, args.transport, args.port,
+                                          start={"case": args.case, "schema": args.schema, "pid": os.getpid()})
         journal.write("exit", reason=reason, detail=None)
     except BrokenPipeError as exc:
         journal.write("exit", reason="broken-pipe", detail=str(exc))
@@ -62,6 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         journal.close()
     return 0
+
+
+def _session_factory(args: argparse.Namespace):  # noqa: ANN202
+    """A new protocol session per HTTP session (``initialize``)."""
+    if args.case == CONFORMANCE_CASE:
+        from conformance_tools import ConformanceSession  # noqa: PLC0415
+
+        return lambda: ConformanceSession(args.schema)
+    return lambda: Session(CASES[args.case], args.schema)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,10 @@ class Case:
     id: str
     result: Callable[[], dict[str, Any]]
     delay_s: float = 0.0
+    rpc_error: dict[str, Any] | None = None
+    """When set, ``tools/call`` is answered with this JSON-RPC error object instead of a result."""
+    initialize_version: str | None = None
+    """When set, the ``protocolVersion`` of the initialize answer, whatever the client asked for."""
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -81,12 +85,21 @@ def _many_blocks(count: int) -> dict[str, Any]:
     return {"content": [_text(f"block {i:06d}") for i in range(count)]}
 
 
+def _ok() -> dict[str, Any]:
+    """The correct result (also what every wire-level fault delivers, badly)."""
+    return _structured(ACCOUNT)
+
+
+_ACCOUNT_URI = "ledger://accounts/ACC-4471"
+_WAV_HEADER = (b"RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00"
+               b"\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00")
+
 _ERROR_TEXT = "Ledger service unavailable: could not read balance of ACC-4471"
 _FULL_TEXT = text_of(ACCOUNT)
 
 _DEFINITIONS: list[Case] = [
     # schema family
-    Case("ok", lambda: _structured(ACCOUNT)),
+    Case("ok", _ok),
     Case("no-structured", lambda: {"content": [_text(_FULL_TEXT)]}),
     Case("type-swap", lambda: _structured(_with(balance_minor="4071877"))),
     Case("drop-required", lambda: _structured(_without("currency"))),
@@ -112,7 +125,7 @@ _DEFINITIONS: list[Case] = [
     ),
     Case("empty-string", lambda: {"content": [_text("")]}),
     Case("truncate", lambda: {"content": [_text(_FULL_TEXT[: len(_FULL_TEXT) // 2])]}),
-    Case("latency", lambda: _structured(ACCOUNT), delay_s=LATENCY_S),
+    Case("latency", _ok, delay_s=LATENCY_S),
     # size family
     Case("text-9mib", lambda: _text_result(ascii_text(9 * MIB))),
     Case("text-10mib", lambda: _text_result(ascii_text(10 * MIB))),
@@ -123,9 +136,34 @@ _DEFINITIONS: list[Case] = [
     Case("blob-8mib", lambda: _blob_result(8 * MIB)),
     Case("many-blocks", lambda: _many_blocks(100_000)),
     Case("three-4mib", lambda: _text_result(ascii_text(4 * MIB))),
+    # transport family: the ok result, delivered badly on stdio (see stdio_faults.py)
+    *(Case(case_id, _ok) for case_id in (
+        "stdout-noise", "stdout-banner", "stderr-flood", "malformed-frame", "partial-frame-eof",
+        "exit-mid-call", "no-response", "wrong-id", "duplicate-response", "interleaved-notifications",
+        "crlf-framing", "slow-writer", "cancel-then-followup")),
+    # protocol family
+    Case("version-mismatch", _ok, initialize_version="1999-01-01"),
+    Case("jsonrpc-error", _ok, rpc_error={"code": -32603, "message": "Internal error: ledger unavailable"}),
+    Case("jsonrpc-error-data", _ok, rpc_error={
+        "code": -32603, "message": "Internal error: ledger unavailable",
+        "data": {"retry_after_s": 30, "ledger": "primary", "account_id": "ACC-4471"}}),
+    Case("error-no-message", _ok, rpc_error={"code": -32603}),
+    Case("unknown-content-type", lambda: {"content": [
+        {"type": "hologram", "data": "SG9sb2dyYW0=", "mimeType": "model/hologram"}, _text(_FULL_TEXT)]}),
+    Case("content-missing-type", lambda: {"content": [{"text": _FULL_TEXT}]}),
+    Case("resource-link", lambda: {"content": [
+        _text(_FULL_TEXT),
+        {"type": "resource_link", "uri": _ACCOUNT_URI, "name": "ACC-4471 balance", "mimeType": "application/json"}]}),
+    Case("embedded-resource", lambda: {"content": [
+        {"type": "resource", "resource": {"uri": _ACCOUNT_URI, "mimeType": "application/json", "text": _FULL_TEXT}}]}),
+    Case("audio", lambda: {"content": [
+        _text(_FULL_TEXT),
+        {"type": "audio", "data": base64.b64encode(_WAV_HEADER).decode("ascii"), "mimeType": "audio/wav"}]}),
 ]
 
 CASES: dict[str, Case] = {case.id: case for case in _DEFINITIONS}
+PROBE_CASE = Case("probe", _ok)
+"""Not a catalog case: the harness's boundary probe (the frame comes from stdio_faults.Probe)."""
 assert len(CASES) == len(_DEFINITIONS), "duplicate case id"
 
 

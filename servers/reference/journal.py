@@ -9,6 +9,10 @@ Events (each line has ``t``, seconds since the server started, and ``event``):
   ``write_ms`` (how long the write and flush blocked), ``error`` (why the write failed, e.g. the
   client closed the pipe; null when it completed), ``message`` (elided).
 - ``exit``: ``reason`` (stdin-eof / signal / error) and ``detail``.
+
+Over Streamable HTTP (``http_transport.py``) ``start`` also has ``url``; ``recv`` and ``send`` also
+have ``http`` (method, path, status, content type, session; ``bytes`` is the HTTP body, or the SSE
+event, of that message); ``http`` events record requests that carry no message (GET, DELETE).
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ class Session:
         requested = params.get("protocolVersion")
         version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
         return {
-            "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
+            "protocolVersion": self.case.initialize_version or version,
+            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
             "serverInfo": SERVER_INFO,
         }
 
@@ -75,4 +75,11 @@ class Session:
             return _error(msg_id, INVALID_PARAMS, f"Unknown account: {arguments.get('account_id')}")
         if self.case.delay_s:
             time.sleep(self.case.delay_s)
+        if self.case.rpc_error is not None:
+            return {"jsonrpc": "2.0", "id": msg_id, "error": self.case.rpc_error}
         return _reply(msg_id, self.case.result())
+
+    def is_case_call(self, message: Any) -> bool:
+        """Whether ``message`` is a ``tools/call`` of the faulty tool (not the follow-up)."""
+        return (isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message
+                and isinstance(message.get("params"), dict) and message["params"].get("name") == TOOL_NAME)

@@ -1,20 +1,20 @@
-"""Newline-delimited JSON-RPC over stdin/stdout, with every frame journaled."""
+"""Newline-delimited JSON-RPC over stdin/stdout, with every frame journaled.
+
+The main thread reads stdin line by line and hands each message to the case's
+:class:`stdio_faults.Fault`, which answers through the :class:`wire.Wire` (possibly from a thread
+of its own while reading goes on).
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
-import time
-from typing import Any, BinaryIO
+from typing import Any
 
 from journal import Journal
 from protocol import Session
-
-
-def encode(message: dict[str, Any]) -> bytes:
-    """One wire frame: compact UTF-8 JSON followed by ``\\n``."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+from stdio_faults import fault_for
+from wire import Wire
 
 
 def _classify(message: Any) -> str:
@@ -27,47 +27,27 @@ def _classify(message: Any) -> str:
     return "invalid"
 
 
-def send(out: BinaryIO, journal: Journal, message: dict[str, Any]) -> None:
-    """Write one frame, journaling its size, hash and how long the write blocked."""
-    frame = encode(message)
-    started = time.monotonic()
-    error = None
-    try:
-        out.write(frame)
-        out.flush()
-    except OSError as exc:  # the client closed its end: journaled, then the server ends
-        error = f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        journal.write(
-            "send",
-            bytes=len(frame),
-            id=message.get("id"),
-            sha256=hashlib.sha256(frame).hexdigest(),
-            write_ms=round((time.monotonic() - started) * 1000, 3),
-            error=error,
-            message=message,
-        )
-
-
-def serve(session: Session, journal: Journal) -> str:
-    """Serve until stdin closes; returns the exit reason."""
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    for line in stdin:
+def serve(session: Session, journal: Journal, probe: tuple[str, int] | None = None) -> str:
+    """Serve until stdin closes (or a fault ends the process); returns the exit reason."""
+    fault = fault_for(session.case.id, probe)
+    wire = Wire(sys.stdout.buffer, sys.stderr.buffer, journal, fault.newline)
+    for line in sys.stdin.buffer:
         try:
             message = json.loads(line)
         except ValueError as exc:
             journal.write("recv", bytes=len(line), kind="invalid", error=str(exc))
             continue
-        kind = _classify(message)
+        is_dict = isinstance(message, dict)
         journal.write(
             "recv",
             bytes=len(line),
-            kind=kind,
-            method=message.get("method") if isinstance(message, dict) else None,
-            id=message.get("id") if isinstance(message, dict) else None,
-            params=message.get("params") if isinstance(message, dict) else None,
+            kind=_classify(message),
+            method=message.get("method") if is_dict else None,
+            id=message.get("id") if is_dict else None,
+            params=message.get("params") if is_dict else None,
         )
-        for response in session.handle(message):
-            send(stdout, journal, response)
+        if is_dict and message.get("method") == "notifications/cancelled":
+            fault.cancelled((message.get("params") or {}).get("requestId"))
+        fault.answer(wire, session, message)
+    fault.finish()
     return "stdin-eof"
