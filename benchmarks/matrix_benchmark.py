@@ -3,7 +3,8 @@
 Three measurements in one run, on the machine at hand:
 
 1. **Matrix**: ``python -m harness run`` over every cell (or the ``--adapter``/``--family``
-   selection), timed end to end; cells per second.
+   selection), timed end to end; cells per second. ``--from-run RUN_ID`` measures a finished,
+   uninterrupted run instead (its metadata's start and finish times), e.g. the one ``nox`` made.
 2. **Per-cell overhead**: for every cell, the harness-measured wall time of the adapter process
    minus the adapter's own step time (initialize, list, calls, follow-up, close as the adapter
    timed them): process start, runtime and SDK imports, server spawn, shutdown and bookkeeping.
@@ -25,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,15 +54,24 @@ def _quantiles(values: list[float]) -> dict[str, float]:
 
 
 def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
-    command = [sys.executable, "-m", "harness", "run", "--run-id", run_id, "--jobs", str(args.jobs)]
-    for name in args.adapter:
-        command += ["--adapter", name]
-    for family in args.family:
-        command += ["--family", family]
-    started = time.monotonic()
-    subprocess.run(command, cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
-    seconds = time.monotonic() - started
-    run = store.RunStore(layout.results / run_id)
+    """Run the matrix and measure it, or (``--from-run``) measure a finished run from its metadata."""
+    if args.from_run:
+        run = store.RunStore(layout.results / args.from_run)
+        meta = run.read_meta()
+        if not meta.get("finished") or meta.get("resumed"):
+            raise SystemExit(f"{run.directory}: not one uninterrupted, finished run")
+        seconds = (datetime.fromisoformat(meta["finished"]) - datetime.fromisoformat(meta["started"])).total_seconds()
+        args.jobs = meta["settings"]["jobs"]
+    else:
+        command = [sys.executable, "-m", "harness", "run", "--run-id", run_id, "--jobs", str(args.jobs)]
+        for name in args.adapter:
+            command += ["--adapter", name]
+        for family in args.family:
+            command += ["--family", family]
+        started = time.monotonic()
+        subprocess.run(command, cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+        seconds = time.monotonic() - started
+        run = store.RunStore(layout.results / run_id)
     records = list(run.records())
     overhead: dict[str, list[float]] = {}
     for record in records:
@@ -71,8 +83,10 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
     with tempfile.TemporaryDirectory() as out:
         report.render(run, Path(out) / "reports")
     report_s = time.monotonic() - started
+    processes = Counter("killed at budget" if (r.get("process") or {}).get("timed_out") else "exited" for r in records)
     return {
-        "cells": len(records), "seconds": round(seconds, 1), "jobs": args.jobs,
+        "run": run.run_id, "cells": len(records), "seconds": round(seconds, 1), "jobs": args.jobs,
+        "processes": dict(processes),
         "cells_per_second": round(len(records) / seconds, 2),
         "overhead_ms_by_adapter": {name: _quantiles(values) for name, values in sorted(overhead.items())},
         "report_seconds": round(report_s, 2),
@@ -118,6 +132,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--repeat", type=int, default=3, help="baseline repetitions")
     parser.add_argument("--skip-matrix", action="store_true", help="only the baseline")
+    parser.add_argument("--from-run", default=None, metavar="RUN_ID",
+                        help="measure this finished run (e.g. the one `nox` just made) instead of running the matrix")
     args = parser.parse_args()
     layout = Layout(ROOT)
     for adapter in manifest.discover(layout.clients):
