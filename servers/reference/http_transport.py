@@ -65,8 +65,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
+import wire
 from journal import Journal
-from protocol import SUPPORTED_VERSIONS
+from protocol import SUPPORTED_VERSIONS, message_kind
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
@@ -83,23 +84,12 @@ SESSION_NOT_FOUND = -32001
 
 def encode(message: Any) -> bytes:
     """Compact UTF-8 JSON, as on stdio (without the newline)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return wire.encode(message, newline=b"")
 
 
 def sse_event(message: Any) -> bytes:
     """One SSE event carrying ``message``; compact JSON has no raw newline, so one ``data`` line."""
     return b"event: message\ndata: " + encode(message) + b"\n\n"
-
-
-def classify(message: Any) -> str:
-    """request / notification / response / invalid (the same words as the stdio journal)."""
-    if not isinstance(message, dict):
-        return "invalid"
-    if "method" in message:
-        return "request" if "id" in message else "notification"
-    if "result" in message or "error" in message:
-        return "response"
-    return "invalid"
 
 
 class LockedJournal:
@@ -501,7 +491,7 @@ class McpHandler(BaseHTTPRequestHandler):
             message = json.loads(body)
         except ValueError as exc:
             parse_error = str(exc)
-        kind = "invalid" if parse_error else classify(message)
+        kind = "invalid" if parse_error else message_kind(message)
         is_dict = isinstance(message, dict)
         fields = {"bytes": len(body), "kind": kind,
                   "method": message.get("method") if is_dict else None,

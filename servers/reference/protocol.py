@@ -21,6 +21,17 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 
 
+def message_kind(message: Any) -> str:
+    """request / notification / response / invalid: the journal's word for an inbound message."""
+    if not isinstance(message, dict):
+        return "invalid"
+    if "method" in message:
+        return "request" if "id" in message else "notification"
+    if "result" in message or "error" in message:
+        return "response"
+    return "invalid"
+
+
 def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 

@@ -9,22 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from journal import Journal
-from protocol import Session
+from protocol import Session, message_kind
 from stdio_faults import fault_for
 from wire import Wire
-
-
-def _classify(message: Any) -> str:
-    if not isinstance(message, dict):
-        return "invalid"
-    if "method" in message:
-        return "request" if "id" in message else "notification"
-    if "result" in message or "error" in message:
-        return "response"
-    return "invalid"
 
 
 def serve(session: Session, journal: Journal, probe: tuple[str, int] | None = None) -> str:
@@ -41,7 +30,7 @@ def serve(session: Session, journal: Journal, probe: tuple[str, int] | None = No
         journal.write(
             "recv",
             bytes=len(line),
-            kind=_classify(message),
+            kind=message_kind(message),
             method=message.get("method") if is_dict else None,
             id=message.get("id") if is_dict else None,
             params=message.get("params") if is_dict else None,
