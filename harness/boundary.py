@@ -5,7 +5,9 @@ reference server answers one call with a frame of exactly N bytes (newline inclu
 ``servers/reference/stdio_faults.py:probe_frame``) and the cell's outcome says whether the client
 accepted it (``pass``). The probe first tries ``max_bytes``: accepted means "no limit up to
 max_bytes". Otherwise it bisects between a small accepted frame and the first rejected one until
-they are one byte apart. Every probe is a real cell run (``runner.run_cell``) kept in the run's
+they are one byte apart. A probe that ends in ``timeout`` says nothing about size (a slow client
+is not a size limit), so it stops the bisection as inconclusive at that size; probe cells get a
+generous budget (``PROBE_BUDGET_SCALE``) so that only a client that really hangs times out. Every probe is a real cell run (``runner.run_cell``) kept in the run's
 ``boundary/`` directory as evidence; the summary goes to ``boundary.json``.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,13 +26,14 @@ from .cells import Cell
 from .classify import cells_frame
 from .environments import Layout
 from .manifest import Adapter
-from .runner import run_cell
+from . import process
+from .runner import Interrupted, run_cell
 from .store import RunStore
 
 KINDS = ("text", "cjk", "blob")
 MIN_BYTES = 4096
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-PROBE_BUDGET_SCALE = 0.5
+PROBE_BUDGET_SCALE = 1.5
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class Boundary:
     probes: int
     rejection: str | None
     """Outcome and error of the smallest rejected frame."""
+    inconclusive_at: int | None = None
+    """The size whose probe timed out, when that stopped the bisection."""
 
 
 def probe_case(kind: str, frame_bytes: int) -> catalog.Case:
@@ -65,37 +71,56 @@ class ProbeCell(Cell):
                 "--probe-kind", self.probe_kind, "--probe-bytes", str(self.probe_bytes)]
 
 
+Verdict = tuple[bool | None, str]
+"""(True: accepted, False: rejected, None: timed out, inconclusive) and the outcome in words."""
+
+
 def _accepts(layout: Layout, store: RunStore, meta: dict[str, Any], adapter: Adapter, variant_id: str,
-             kind: str, size: int) -> tuple[bool, str]:
+             kind: str, size: int) -> Verdict:
     variant = next(v for v in adapter.variants if v.id == variant_id)
     cell = ProbeCell(adapter, variant, probe_case(kind, size), "none", "stdio", PROBE_BUDGET_SCALE,
                      probe_kind=kind, probe_bytes=size)
     record = run_cell(layout, store, cell)
     row = cells_frame([record], meta).iloc[0]
-    detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()
-    return row["outcome"] == "pass", detail[:300]
+    detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()[:300]
+    if row["outcome"] == "timeout":
+        return None, detail
+    return row["outcome"] == "pass", detail
 
 
-def bisect(accepts: Callable[[int], tuple[bool, str]], low: int, high: int) -> tuple[int | None, int | None, int, str | None]:
-    """(largest accepted, smallest rejected, probes, rejection) for sizes in [low, high]."""
+@dataclass(frozen=True)
+class Bisection:
+    largest_accepted: int | None
+    smallest_rejected: int | None
+    probes: int
+    rejection: str | None
+    inconclusive_at: int | None = None
+
+
+def bisect(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
+    """Bisect sizes in [low, high] for the largest accepted one; a timeout stops it as inconclusive."""
     probes = 1
     ok, detail = accepts(high)
     if ok:
-        return high, None, probes, None
+        return Bisection(high, None, probes, None)
+    if ok is None:
+        return Bisection(None, None, probes, detail, inconclusive_at=high)
     rejection = detail
     probes += 1
     ok, detail = accepts(low)
     if not ok:
-        return None, low, probes, detail
+        return Bisection(None, low if ok is False else None, probes, detail, None if ok is False else low)
     while high - low > 1:
         middle = (low + high) // 2
         probes += 1
         ok, detail = accepts(middle)
+        if ok is None:
+            return Bisection(low, high, probes, rejection, inconclusive_at=middle)
         if ok:
             low = middle
         else:
             high, rejection = middle, detail
-    return low, high, probes, rejection
+    return Bisection(low, high, probes, rejection)
 
 
 def probe_all(layout: Layout, store: RunStore, meta: dict[str, Any], adapters: list[Adapter], *, jobs: int,
@@ -106,18 +131,25 @@ def probe_all(layout: Layout, store: RunStore, meta: dict[str, Any], adapters: l
     tasks = [(adapter, variant.id, kind) for adapter in adapters for variant in adapter.variants
              if "stdio" in (variant.transports or adapter.transports) for kind in kinds]
 
-    def run(task: tuple[Adapter, str, str]) -> Boundary:
+    def run(task: tuple[Adapter, str, str], stop: threading.Event) -> Boundary:
         adapter, variant_id, kind = task
-        largest, smallest, probes, rejection = bisect(
-            lambda size: _accepts(layout, probe_store, meta, adapter, variant_id, kind, size), MIN_BYTES, max_bytes)
+
+        def accepts(size: int) -> Verdict:
+            verdict = _accepts(layout, probe_store, meta, adapter, variant_id, kind, size)
+            if stop.is_set():  # this probe was killed by the interruption: it says nothing
+                raise Interrupted("probe interrupted; boundary.json not written")
+            return verdict
+
+        found = bisect(accepts, MIN_BYTES, max_bytes)
         variant = next(v for v in adapter.variants if v.id == variant_id)
-        result = Boundary(adapter.column(variant), adapter.name, variant_id, kind, largest, smallest,
-                          max_bytes if smallest is None else None, probes, rejection)
+        no_limit = max_bytes if found.largest_accepted == max_bytes else None
+        result = Boundary(adapter.column(variant), adapter.name, variant_id, kind, found.largest_accepted,
+                          found.smallest_rejected, no_limit, found.probes, found.rejection, found.inconclusive_at)
         on_result(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(run, tasks))
+    with process.interruptible() as stop, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(lambda task: run(task, stop), tasks))
     path = store.directory / "boundary.json"
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps([asdict(r) for r in results], indent=2))

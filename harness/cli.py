@@ -191,12 +191,20 @@ def cmd_probe(layout: Layout, args: argparse.Namespace) -> int:
     adapters = [adapter for adapter in adapters if adapter.name not in broken]
 
     def on_result(result: boundary.Boundary) -> None:
-        found = (f"no limit up to {result.no_limit_up_to:,}" if result.no_limit_up_to
-                 else f"largest accepted {result.largest_accepted or 0:,} bytes")
+        if result.inconclusive_at:
+            found = f"inconclusive: a probe of {result.inconclusive_at:,} bytes timed out"
+        elif result.no_limit_up_to:
+            found = f"no limit up to {result.no_limit_up_to:,}"
+        else:
+            found = f"largest accepted {result.largest_accepted or 0:,} bytes"
         print(f"probe {result.column} {result.kind}: {found} ({result.probes} probes)", file=sys.stderr)
 
-    boundary.probe_all(layout, run, run_meta, adapters, jobs=args.jobs, max_bytes=args.max_bytes,
-                       kinds=tuple(args.kind) or boundary.KINDS, on_result=on_result)
+    try:
+        boundary.probe_all(layout, run, run_meta, adapters, jobs=args.jobs, max_bytes=args.max_bytes,
+                           kinds=tuple(args.kind) or boundary.KINDS, on_result=on_result)
+    except runner.Interrupted as exc:
+        print(exc, file=sys.stderr)
+        return 130
     print(f"boundary: {run.directory / 'boundary.json'}", file=sys.stderr)
     return 1 if broken else 0
 

@@ -13,8 +13,10 @@ import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 _live_groups: set[int] = set()
 _live_lock = threading.Lock()
@@ -67,6 +69,23 @@ def kill_all_running() -> None:
         groups = list(_live_groups)
     for pgid in groups:
         _kill_group(pgid)
+
+
+@contextmanager
+def interruptible() -> Iterator[threading.Event]:
+    """While inside, SIGINT/SIGTERM kill every running group and set the yielded event."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set()
+        kill_all_running()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_bounded(

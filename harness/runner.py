@@ -9,9 +9,7 @@ never stops the others.
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from pathlib import Path
@@ -152,14 +150,7 @@ def run_all(
     Cells of adapters in ``broken`` (name -> why) are recorded as harness errors without running.
     On SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
     """
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        stop.set()
-        process.kill_all_running()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with process.interruptible() as stop:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             pending: set[Future[Record]] = set()
             queue = list(reversed(cells))
@@ -186,6 +177,3 @@ def run_all(
                         continue
                     store.append(record)
                     on_record(record)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

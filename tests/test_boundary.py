@@ -4,24 +4,36 @@ from __future__ import annotations
 
 import json
 
-from harness.boundary import bisect
+from harness.boundary import Bisection, bisect
 
 
 def test_bisect_finds_the_exact_limit_and_counts_probes():
     limit = 1_234_567
-    largest, smallest, probes, rejection = bisect(lambda n: (n <= limit, f"rejected {n}"), 4096, 8_000_000)
-    assert (largest, smallest) == (limit, limit + 1)
-    assert rejection == f"rejected {limit + 1}"
-    assert probes <= 2 + (8_000_000 - 4096).bit_length()
+    found = bisect(lambda n: (n <= limit, f"rejected {n}"), 4096, 8_000_000)
+    assert (found.largest_accepted, found.smallest_rejected) == (limit, limit + 1)
+    assert found.rejection == f"rejected {limit + 1}"
+    assert found.probes <= 2 + (8_000_000 - 4096).bit_length()
 
 
 def test_bisect_reports_no_limit_with_one_probe():
-    assert bisect(lambda n: (True, ""), 4096, 1 << 20) == (1 << 20, None, 1, None)
+    assert bisect(lambda n: (True, ""), 4096, 1 << 20) == Bisection(1 << 20, None, 1, None)
 
 
 def test_bisect_when_even_the_smallest_frame_is_rejected():
-    largest, smallest, probes, _ = bisect(lambda n: (False, "no"), 4096, 1 << 20)
-    assert (largest, smallest, probes) == (None, 4096, 2)
+    found = bisect(lambda n: (False, "no"), 4096, 1 << 20)
+    assert (found.largest_accepted, found.smallest_rejected, found.probes) == (None, 4096, 2)
+
+
+def test_a_timeout_is_inconclusive_not_a_limit():
+    """A client that is merely slow above 3 MB must not be reported as limited there."""
+    def accepts(n: int) -> tuple[bool | None, str]:
+        if n > 5_000_000:
+            return False, "rejected"
+        return (None, "timeout") if n > 3_000_000 else (True, "")
+
+    found = bisect(accepts, 4096, 1 << 23)
+    assert found.inconclusive_at is not None and 3_000_000 < found.inconclusive_at <= 5_000_000
+    assert found.largest_accepted is not None and found.largest_accepted <= 3_000_000
 
 
 def test_probe_finds_the_configured_stdio_buffer_limit(checkout):
