@@ -8,7 +8,7 @@ Three measurements in one run, on the machine at hand:
 2. **Per-cell overhead**: for every cell, the harness-measured wall time of the adapter process
    minus the adapter's own step time (initialize, list, calls, follow-up, close as the adapter
    timed them): process start, runtime and SDK imports, server spawn, shutdown and bookkeeping.
-3. **Baseline**: the same sample cells run sequentially twice, once as the bare adapter command
+3. **Baseline**: sample cells (stdio) run sequentially twice, once as the bare adapter command
    (``subprocess.run``, nothing else) and once through ``runner.run_cell`` (process group, budget,
    straggler scan, validation, elision, journal parsing); the ratio is the harness's own cost.
 
@@ -95,7 +95,7 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
 
 def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
     adapters = [a for a in manifest.discover(layout.clients) if not args.adapter or a.name in args.adapter]
-    sample = cells.build(adapters, cells.Selection(cases=SAMPLE_CASES))
+    sample = cells.build(adapters, cells.Selection(cases=SAMPLE_CASES, transports=("stdio",)))
     sample = [cell for cell in sample if cell.schema in ("advertised", "none")]
     run = store.RunStore(layout.results / run_id)
     run.create()
