@@ -23,6 +23,11 @@ After the case's call(s), every adapter makes a follow-up call `echo(text="follo
 session; the server answers it correctly in every case. Whether it succeeds decides `reject` versus
 `disconnect`.
 
+Cases run on every transport where they mean something: stdio, and Streamable HTTP with JSON
+(`http-json`) or SSE (`http-sse`) answers; the `transport` family is about the stdio pipe and runs
+on stdio only. `cancel-then-followup` asks the adapter to cancel its call after 1 s with the
+client's own cancellation mechanism.
+
 A case never says what a client should do: where the specification constrains the client, the
 clause is quoted with its level (MUST / SHOULD); otherwise the level is `unspecified`.
 """
@@ -33,11 +38,12 @@ def markdown() -> str:
     lines = [INTRO]
     for family in catalog.FAMILIES:
         lines.append(f"\n## Family `{family}`\n")
-        lines.append("| case | what the server does | what it sends | level | clause | calls |")
-        lines.append("| --- | --- | --- | --- | --- | --- |")
+        lines.append("| case | what the server does | what it sends | level | clause | calls | transports |")
+        lines.append("| --- | --- | --- | --- | --- | --- | --- |")
         for case in catalog.CASES:
             if case.family != family:
                 continue
-            cells = (f"`{case.id}`", case.description, case.sends, case.level, case.clause, str(case.calls))
+            cells = (f"`{case.id}`", case.description, case.sends, case.level, case.clause, str(case.calls),
+                     ", ".join(case.transports))
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines) + "\n"
