@@ -15,9 +15,9 @@ from . import catalog
 from .manifest import Adapter, Variant
 
 CONTRACT = 1
-TOOL_CALL = {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}}
+TOOL_CALL: dict[str, Any] = {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}}
 FOLLOWUP_TEXT = "follow-up"
-FOLLOWUP_CALL = {"name": "echo", "arguments": {"text": FOLLOWUP_TEXT}}
+FOLLOWUP_CALL: dict[str, Any] = {"name": "echo", "arguments": {"text": FOLLOWUP_TEXT}}
 
 BUDGET_S = {"schema": 30.0, "size": 60.0, "transport": 20.0, "protocol": 20.0}
 """Seconds the harness gives one adapter run, by family."""

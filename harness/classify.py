@@ -106,6 +106,7 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
     first_error = initialize.get("error") if initialize.get("status") == "raised" else (
         raised[0].get("error") if raised else None)
     transport_errors = (observation or {}).get("transport_errors") or []
+    cancelled = any(call.get("cancelled_after_ms") is not None for call in raised)
     exits = [event for event in journal if event.get("event") == "exit"]
     return {
         "key": record["key"],
@@ -123,10 +124,9 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "init_raised": initialize.get("status") == "raised",
         "call_raised": bool(raised),
         "call_is_error": any(isinstance(c.get("result"), dict) and bool(c["result"].get("isError")) for c in returned),
-        "cancelled_by_caller": any(call.get("cancelled_after_ms") is not None for call in raised),
-        "client_timeout": is_client_timeout(first_error) and not any(
-            call.get("cancelled_after_ms") is not None for call in raised),
-        "adapter_deadline": bool(first_error) and first_error.get("type") == ADAPTER_DEADLINE,
+        "cancelled_by_caller": cancelled,
+        "client_timeout": is_client_timeout(first_error) and not cancelled,
+        "adapter_deadline": first_error is not None and first_error.get("type") == ADAPTER_DEADLINE,
         "followup": _followup(observation),
         "altered": bool(altered_fields) if returned and sent else None,
         "altered_fields": ",".join(altered_fields),

@@ -18,8 +18,8 @@ from pathlib import Path
 from .manifest import Adapter
 
 STAMP = ".mcpcm-stamp"
-PYTHON_DEPS = ("requirements.txt",)
-NODE_DEPS = ("package.json", "package-lock.json")
+PYTHON_DEPS: tuple[str, ...] = ("requirements.txt",)
+NODE_DEPS: tuple[str, ...] = ("package.json", "package-lock.json")
 
 
 class PrepareError(RuntimeError):
