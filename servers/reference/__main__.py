@@ -65,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     journal = Journal(args.journal)
     if args.transport != "stdio":
-        import http_transport  # noqa: PLC0415 - stdio runs never import the HTTP stack
+        import http_sessions  # noqa: PLC0415 - stdio runs never import the HTTP stack
+        import http_transport  # noqa: PLC0415
 
-        journal = http_transport.LockedJournal(journal)
+        journal = http_sessions.LockedJournal(journal)
 
     def on_signal(signum: int, _frame: object) -> None:
         journal.write("exit", reason="signal", detail=signal.Signals(signum).name)

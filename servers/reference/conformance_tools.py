@@ -8,7 +8,7 @@ else (``initialize``, ``ping``, unknown methods) to the ordinary :class:`protoco
 no-fault case ``ok``, so the suite checks the same initialize and transport the matrix uses.
 
 Tools that stream (log and progress notifications) or ask the client something (sampling,
-elicitation) need the :class:`http_transport.SseStream` the transport passes to
+elicitation) need the :class:`http_sessions.SseStream` the transport passes to
 :meth:`ConformanceSession.handle_streaming` in ``http-sse`` mode. Without one (``http-json``) the
 notifications are left out and the asking tools answer ``isError: true``.
 """
