@@ -27,37 +27,40 @@ nox.options.sessions = ["prepare", "matrix", "probe", "conformance", "report"]
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
 
+
 def _install(session: nox.Session, *extras: str) -> None:
     spec = ".[" + ",".join(extras) + "]" if extras else "."
     session.install("-e", spec)
 
 
+def _harness(session: nox.Session, command: str) -> None:
+    """``python -m harness COMMAND`` with the session's arguments, in the session's venv."""
+    _install(session)
+    session.run("python", "-m", "harness", command, *session.posargs)
+
+
 @nox.session
 def prepare(session: nox.Session) -> None:
     """Build (or reuse) every adapter's pinned environment."""
-    _install(session)
-    session.run("python", "-m", "harness", "prepare", *session.posargs)
+    _harness(session, "prepare")
 
 
 @nox.session
 def matrix(session: nox.Session) -> None:
     """Run the fault matrix against every client column."""
-    _install(session)
-    session.run("python", "-m", "harness", "run", *session.posargs)
+    _harness(session, "run")
 
 
 @nox.session
 def probe(session: nox.Session) -> None:
     """Bisect the largest stdio frame each column accepts, into the latest run (boundary.json)."""
-    _install(session)
-    session.run("python", "-m", "harness", "probe", *session.posargs)
+    _harness(session, "probe")
 
 
 @nox.session
 def report(session: nox.Session) -> None:
     """Render reports/index.html, the evidence pages and reports/data/ from the latest run."""
-    _install(session)
-    session.run("python", "-m", "harness", "report", *session.posargs)
+    _harness(session, "report")
 
 
 @nox.session

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import subprocess
@@ -35,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import cells, environments, manifest, report, runner, store  # noqa: E402
 from harness.environments import Layout  # noqa: E402
+from harness.meta import cpu_count  # noqa: E402
 
 SAMPLE_CASES = ("ok", "type-swap", "text-10mib")
 
@@ -129,7 +129,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--adapter", action="append", default=[])
     parser.add_argument("--family", action="append", default=[])
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--jobs", type=int, default=cpu_count())
     parser.add_argument("--repeat", type=int, default=3, help="baseline repetitions")
     parser.add_argument("--skip-matrix", action="store_true", help="only the baseline")
     parser.add_argument("--from-run", default=None, metavar="RUN_ID",
@@ -140,7 +140,7 @@ def main() -> int:
         environments.prepare(layout, adapter)
     stamp = store.new_run_id()
     summary = {
-        "machine": {"cpus": len(os.sched_getaffinity(0)), "platform": platform.platform(),
+        "machine": {"cpus": cpu_count(), "platform": platform.platform(),
                     "processor": platform.processor() or platform.machine(), "python": platform.python_version()},
         "baseline": baseline(layout, args, f"bench-baseline-{stamp}"),
     }

@@ -20,7 +20,7 @@ import pandas as pd
 from servers.reference.elide import as_text
 
 from . import compare
-from .cells import FOLLOWUP_TEXT
+from .cells import FOLLOWUP_TEXT, TOOL_CALL
 
 OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", "harness-error")
 SHORT_MESSAGE = 160
@@ -81,7 +81,7 @@ def sent_results(journal: list[dict[str, Any]]) -> list[dict[str, Any]]:
     call_ids = [
         event.get("id") for event in journal
         if event.get("event") == "recv" and event.get("method") == "tools/call"
-        and isinstance(event.get("params"), dict) and event["params"].get("name") == "get_account_balance"
+        and isinstance(event.get("params"), dict) and event["params"].get("name") == TOOL_CALL["name"]
     ]
     sends = {event.get("id"): event for event in journal if event.get("event") == "send"}
     return [sends[call_id] for call_id in call_ids if call_id in sends]

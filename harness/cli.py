@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     prepare.add_argument("--adapter", action="append", default=[])
     run = sub.add_parser("run", help="run the matrix into results/<run-id>/")
     selection(run)
-    run.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)
+    run.add_argument("--jobs", type=int, default=meta.cpu_count())
     run.add_argument("--shard", type=_shard, default=(1, 1), help="run shard INDEX of COUNT, e.g. 2/8")
     run.add_argument("--budget-scale", type=float, default=1.0,
                      help="multiply every cell's time budget (default 1.0)")
@@ -57,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--run", default="latest", help="the run to add boundary.json to (default: the latest)")
     probe.add_argument("--max-bytes", type=int, default=boundary.DEFAULT_MAX_BYTES,
                        help="the largest frame tried; accepted means 'no limit up to' it (default 64 MiB)")
-    probe.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2)
+    probe.add_argument("--jobs", type=int, default=meta.cpu_count())
     rep = sub.add_parser("report", help="render reports/ from a run")
     rep.add_argument("--run", default="latest", help="run id (default: the latest)")
     rep.add_argument("--out", type=Path, default=None, help="output directory (default: reports/)")

@@ -55,7 +55,7 @@ def collect(layout: Layout, adapters: list[Adapter], run_id: str, settings: dict
         "harness_commit": harness_commit(layout.root),
         "backend": "local",
         "os": platform.platform(),
-        "machine": {"cpus": _cpu_count(), "arch": platform.machine()},
+        "machine": {"cpus": cpu_count(), "arch": platform.machine()},
         "python": platform.python_version(),
         "node": node,
         "settings": settings,
@@ -63,5 +63,6 @@ def collect(layout: Layout, adapters: list[Adapter], run_id: str, settings: dict
     }
 
 
-def _cpu_count() -> int:
+def cpu_count() -> int:
+    """The cores this process may use (the default number of parallel cells)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from . import environments, process
 from .cells import Cell
@@ -58,42 +59,49 @@ def _base_record(cell: Cell) -> Record:
 HTTP_READY_S = 10.0
 
 
-def _start_http_server(layout: Layout, cell: Cell, journal: Path, directory: Path) -> tuple[Any, str]:
-    """Start the reference server for an HTTP cell; return it and its URL."""
+@contextmanager
+def _reference_server(layout: Layout, cell: Cell, journal: Path, directory: Path) -> Iterator[str | None]:
+    """For an HTTP cell, run the reference server while inside and yield its URL; else yield None.
+
+    On leaving, the server is stopped (and has journaled its exit) before the journal is read.
+    """
+    if not cell.is_http:
+        yield None
+        return
     command = [sys.executable, *cell.server_args(layout.server, journal)]
     service, line = process.start_service(command, stderr=directory / "server-stderr.txt", ready_timeout_s=HTTP_READY_S)
     try:
-        return service, str(json.loads(line)["url"])
-    except (ValueError, KeyError, TypeError) as exc:
+        try:
+            url = str(json.loads(line)["url"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise process.ServiceError(f"reference server printed {line[:200]!r}, not {{\"url\": ...}}") from exc
+        yield url
+    finally:
         process.stop_service(service)
-        raise process.ServiceError(f"reference server printed {line[:200]!r}, not {{\"url\": ...}}") from exc
 
 
 def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
     """Run one cell to completion and return its record (never raises for the cell's faults)."""
     record = _base_record(cell)
     directory = store.cell_dir(cell.key)
-    service = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
         journal = directory / "journal.jsonl"
         journal.unlink(missing_ok=True)
-        url = None
-        if cell.is_http:
-            service, url = _start_http_server(layout, cell, journal, directory)
-        cell_file = directory / "cell.json"
-        cell_file.write_text(json.dumps(cell.to_file(layout.server, journal, url), indent=2))
         raw = directory / "observation.raw.json"
         raw.unlink(missing_ok=True)
-        finished = process.run_bounded(
-            environments.command(layout, cell.adapter, cell_file, raw),
-            cwd=cell.adapter.directory,
-            env=environments.process_env(layout),
-            timeout_s=cell.budget_s,
-            stdout=directory / "stdout.txt",
-            stderr=directory / "stderr.txt",
-            marker=str(directory),
-        )
+        with _reference_server(layout, cell, journal, directory) as url:
+            cell_file = directory / "cell.json"
+            cell_file.write_text(json.dumps(cell.to_file(layout.server, journal, url), indent=2))
+            finished = process.run_bounded(
+                environments.command(layout, cell.adapter, cell_file, raw),
+                cwd=cell.adapter.directory,
+                env=environments.process_env(layout),
+                timeout_s=cell.budget_s,
+                stdout=directory / "stdout.txt",
+                stderr=directory / "stderr.txt",
+                marker=str(directory),
+            )
         record["process"] = {
             "exit_code": finished.exit_code,
             "timed_out": finished.timed_out,
@@ -102,9 +110,6 @@ def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
             "stdout_bytes": trim_log(directory / "stdout.txt"),
             "stderr_bytes": trim_log(directory / "stderr.txt"),
         }
-        if service is not None:
-            process.stop_service(service)
-            service = None
         record["journal"] = read_journal(journal)
         if raw.exists() and not finished.timed_out:
             try:
@@ -117,9 +122,6 @@ def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
                 raw.unlink()
     except Exception as exc:  # our own fault: recorded on the cell, the run goes on
         record["harness_error"] = f"{type(exc).__name__}: {exc}"
-    finally:
-        if service is not None:
-            process.stop_service(service)
     record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return record
 
