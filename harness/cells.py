@@ -137,6 +137,7 @@ def build(adapters: list[Adapter], selection: Selection = Selection(), budget_sc
         if not selection.adapters
         or adapter.name in selection.adapters
         or adapter.column(variant) in selection.adapters
+        if adapter.families is None or case.family in adapter.families
         for transport in (variant.transports or adapter.transports)
         if transport in case.transports and _matches(transport, selection.transports)
     ]

@@ -17,11 +17,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from .catalog import FAMILIES
+
 Option = Union[str, int, float, bool]
 
 RUNTIMES = ("python", "node")
 TRANSPORTS = ("stdio", "http-json", "http-sse")
-KNOWN_KEYS = {"name", "title", "runtime", "package", "entry", "transports", "variants"}
+KINDS = ("sdk", "framework")
+KNOWN_KEYS = {"name", "title", "kind", "runtime", "package", "entry", "transports", "families", "variants"}
 VARIANT_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TYPED_OPTIONS: dict[str, type] = {"list_tools": bool, "max_buffer_bytes": int}
 
@@ -53,6 +56,10 @@ class Adapter:
     transports: tuple[str, ...]
     variants: tuple[Variant, ...]
     directory: Path
+    kind: str = "sdk"
+    """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
+    families: tuple[str, ...] | None = None
+    """The fault families the adapter runs, when fewer than all (``None``: every family)."""
 
     @property
     def entry_path(self) -> Path:
@@ -132,6 +139,14 @@ def load(path: Path) -> Adapter:
     for transport in transports:
         if transport not in TRANSPORTS:
             raise _fail(path, "transports", f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
+    kind = data.get("kind", "sdk")
+    if kind not in KINDS:
+        raise _fail(path, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
+    families = data.get("families")
+    if families is not None:
+        if not isinstance(families, list) or not families or any(f not in FAMILIES for f in families):
+            raise _fail(path, "families", f"expected a non-empty list of {', '.join(FAMILIES)}, got {families!r}")
+        families = tuple(families)
     variants = data.get("variants")
     if not isinstance(variants, dict) or not variants:
         raise _fail(path, "variants", "at least one [variants.<id>] table is required")
@@ -149,6 +164,8 @@ def load(path: Path) -> Adapter:
         transports=tuple(transports),
         variants=built,
         directory=directory,
+        kind=kind,
+        families=families,
     )
 
 
