@@ -8,6 +8,11 @@ checks the reference server with the conformance suite and renders the report.
 - ``report``:  render ``reports/`` from the latest run.
 - ``tests``:   the test suite (``nox -s tests -- -m slow`` for the slow end-to-end tests only).
 - ``benchmark``: time the full matrix (``docs/benchmarks.md``).
+- ``images``:  build one docker image per adapter for the docker backend (cached by content hash;
+  ``-- --base-image IMAGE --ca-bundle PEM``), then ``nox -s matrix -- --backend docker``.
+- ``base-image``: bootstrap a Debian base image with debootstrap where none can be pulled.
+- ``backend-parity``: run the same cells on the local and the docker backend and fail on any
+  difference (CI).
 - ``conformance``: the official MCP conformance suite's server tools scenarios against the reference
   server over Streamable HTTP; the report's header names the result (``servers/conformance/``; ``-- --output PATH`` to write the result
   elsewhere than ``servers/conformance/last-result.json``).
@@ -19,6 +24,7 @@ import hashlib
 import json
 import shutil
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nox
@@ -35,7 +41,7 @@ def _install(session: nox.Session, *extras: str) -> None:
 
 def _harness(session: nox.Session, command: str) -> None:
     """``python -m harness COMMAND`` with the session's arguments, in the session's venv."""
-    _install(session)
+    _install(session, "docker")
     session.run("python", "-m", "harness", command, *session.posargs)
 
 
@@ -64,10 +70,48 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session
+def images(session: nox.Session) -> None:
+    """Build (or reuse) one docker image per adapter (``-- --adapter NAME --base-image IMAGE --ca-bundle PEM``)."""
+    _install(session, "docker")
+    session.run("python", "-m", "harness", "prepare", "--backend", "docker", *session.posargs)
+
+
+@nox.session(name="base-image")
+def base_image(session: nox.Session) -> None:
+    """Bootstrap mcpcm/debian-base:bookworm with debootstrap + docker import (root; no registry needed)."""
+    _harness(session, "base-image")
+
+
+PARITY_ADAPTERS = ("raw-jsonrpc", "python-mcp", "ts-sdk")
+PARITY_SIZE_CASES = ("text-9mib", "text-10mib")
+
+
+@nox.session(name="backend-parity")
+def backend_parity(session: nox.Session) -> None:
+    """The schema family and two size cases on the local and the docker backend; fail on any difference.
+
+    Arguments go to the image build (``-- --base-image IMAGE --ca-bundle PEM``).
+    """
+    _install(session, "docker")
+    adapters = [arg for name in PARITY_ADAPTERS for arg in ("--adapter", name)]
+    session.run("python", "-m", "harness", "prepare", "--backend", "docker", *adapters, *session.posargs)
+    schema_cases = session.run("python", "-c", "from harness import catalog; "
+                               "print(*(c.id for c in catalog.CASES if c.family == 'schema'))", silent=True)
+    case_ids = str(schema_cases).split() + list(PARITY_SIZE_CASES)
+    cases = [arg for case_id in case_ids for arg in ("--case", case_id)]
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for backend in ("local", "docker"):
+        session.run("python", "-m", "harness", "run", "--backend", backend, *adapters, *cases,
+                    "--run-id", f"parity-{stamp}-{backend}")
+    session.run("python", "-m", "harness", "diff", "--require-same-cells",
+                f"parity-{stamp}-local", f"parity-{stamp}-docker")
+
+
+@nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: real processes, real SDK clients, loopback only."""
-    _install(session, "test")
-    session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow"]))
+    _install(session, "test", "docker")
+    session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow and not docker"]))
 
 
 @nox.session

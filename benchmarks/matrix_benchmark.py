@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import cells, environments, manifest, report, runner, store  # noqa: E402
+from harness.backends.local import LocalBackend  # noqa: E402
 from harness.environments import Layout  # noqa: E402
 from harness.meta import cpu_count  # noqa: E402
 
@@ -100,20 +101,21 @@ def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
     run = store.RunStore(layout.results / run_id)
     run.create()
     bare, harnessed = [], []
+    backend = LocalBackend(layout)
     env = environments.process_env(layout)
     for _ in range(args.repeat):
         for cell in sample:
             with tempfile.TemporaryDirectory(prefix="bench-bare-") as scratch:
                 directory = Path(scratch)
                 cell_file = directory / "cell.json"
-                cell_file.write_text(json.dumps(cell.to_file(layout.server, directory / "journal.jsonl")))
+                cell_file.write_text(json.dumps(cell.to_file(layout.server, directory / "journal.jsonl", python=sys.executable)))
                 started = time.monotonic()
                 subprocess.run(environments.command(layout, cell.adapter, cell_file, directory / "obs.json"),
                                cwd=cell.adapter.directory, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, timeout=cell.budget_s)
                 bare.append(time.monotonic() - started)
             started = time.monotonic()
-            runner.run_cell(layout, run, cell)
+            runner.run_cell(backend, run, cell)
             harnessed.append(time.monotonic() - started)
     total_bare, total_harness = sum(bare), sum(harnessed)
     return {

@@ -21,12 +21,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import catalog
+from . import catalog, process
+from .backends import Backend
 from .cells import Cell
 from .classify import cells_frame
-from .environments import Layout
 from .manifest import Adapter
-from . import process
 from .runner import Interrupted, run_cell
 from .store import RunStore
 
@@ -75,12 +74,12 @@ Verdict = tuple[bool | None, str]
 """(True: accepted, False: rejected, None: timed out, inconclusive) and the outcome in words."""
 
 
-def _accepts(layout: Layout, store: RunStore, meta: dict[str, Any], adapter: Adapter, variant_id: str,
+def _accepts(backend: Backend, store: RunStore, meta: dict[str, Any], adapter: Adapter, variant_id: str,
              kind: str, size: int) -> Verdict:
     variant = next(v for v in adapter.variants if v.id == variant_id)
     cell = ProbeCell(adapter, variant, probe_case(kind, size), "none", "stdio", PROBE_BUDGET_SCALE,
                      probe_kind=kind, probe_bytes=size)
-    record = run_cell(layout, store, cell)
+    record = run_cell(backend, store, cell)
     row = cells_frame([record], meta).iloc[0]
     detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()[:300]
     if row["outcome"] == "timeout":
@@ -123,7 +122,7 @@ def bisect(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
     return Bisection(low, high, probes, rejection)
 
 
-def probe_all(layout: Layout, store: RunStore, meta: dict[str, Any], adapters: list[Adapter], *, jobs: int,
+def probe_all(backend: Backend, store: RunStore, meta: dict[str, Any], adapters: list[Adapter], *, jobs: int,
               max_bytes: int = DEFAULT_MAX_BYTES, kinds: tuple[str, ...] = KINDS,
               on_result: Callable[[Boundary], None] = lambda _: None) -> list[Boundary]:
     """Bisect every stdio column x kind, ``jobs`` bisections at a time; write ``boundary.json``."""
@@ -135,7 +134,7 @@ def probe_all(layout: Layout, store: RunStore, meta: dict[str, Any], adapters: l
         adapter, variant_id, kind = task
 
         def accepts(size: int) -> Verdict:
-            verdict = _accepts(layout, probe_store, meta, adapter, variant_id, kind, size)
+            verdict = _accepts(backend, probe_store, meta, adapter, variant_id, kind, size)
             if stop.is_set():  # this probe was killed by the interruption: it says nothing
                 raise Interrupted("probe interrupted; boundary.json not written")
             return verdict
@@ -148,7 +147,7 @@ def probe_all(layout: Layout, store: RunStore, meta: dict[str, Any], adapters: l
         on_result(result)
         return result
 
-    with process.interruptible() as stop, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with process.interruptible(backend.kill_all) as stop, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = list(pool.map(lambda task: run(task, stop), tasks))
     path = store.directory / "boundary.json"
     temporary = path.with_suffix(".tmp")

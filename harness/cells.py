@@ -65,8 +65,12 @@ class Cell:
             call["cancel_after_ms"] = self.case.cancel_after_ms
         return [call] * self.case.calls
 
-    def to_file(self, server_dir: Path, journal: Path, url: str | None = None) -> dict[str, Any]:
-        """The cell file an adapter receives (``url``: the HTTP server the harness started)."""
+    def to_file(self, server_dir: Path, journal: Path, url: str | None = None, *, python: str) -> dict[str, Any]:
+        """The cell file an adapter receives, with paths as the adapter sees them.
+
+        ``url``: the HTTP server the harness started; ``python``: the interpreter that runs the
+        reference server for stdio cells.
+        """
         budget_ms = int(self.budget_s * 1000)
         return {
             "contract": CONTRACT,
@@ -77,7 +81,7 @@ class Cell:
             "case": self.case.id,
             "transport": self.transport,
             "server": {
-                "command": None if self.is_http else sys.executable,
+                "command": None if self.is_http else python,
                 "args": None if self.is_http else self.server_args(server_dir, journal),
                 "env": {},
                 "url": url,

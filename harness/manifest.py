@@ -24,7 +24,8 @@ Option = Union[str, int, float, bool]
 RUNTIMES = ("python", "node")
 TRANSPORTS = ("stdio", "http-json", "http-sse")
 KINDS = ("sdk", "framework")
-KNOWN_KEYS = {"name", "title", "kind", "runtime", "package", "entry", "transports", "families", "variants"}
+KNOWN_KEYS = {"name", "title", "kind", "runtime", "node", "package", "entry", "transports", "families", "variants"}
+NODE_RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 VARIANT_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TYPED_OPTIONS: dict[str, type] = {"list_tools": bool, "max_buffer_bytes": int}
 
@@ -56,6 +57,9 @@ class Adapter:
     transports: tuple[str, ...]
     variants: tuple[Variant, ...]
     directory: Path
+    node: str | None = None
+    """The Node release a Node adapter's image runs (``major.minor.patch``); the docker backend
+    requires it, the local backend runs the host's ``node``."""
     kind: str = "sdk"
     """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
     families: tuple[str, ...] | None = None
@@ -139,6 +143,12 @@ def load(path: Path) -> Adapter:
     for transport in transports:
         if transport not in TRANSPORTS:
             raise _fail(path, "transports", f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
+    node = data.get("node")
+    if node is not None:
+        if runtime != "node":
+            raise _fail(path, "node", "only node adapters pin a Node release")
+        if not isinstance(node, str) or not NODE_RELEASE.match(node):
+            raise _fail(path, "node", f"expected a Node release \"MAJOR.MINOR.PATCH\", got {node!r}")
     kind = data.get("kind", "sdk")
     if kind not in KINDS:
         raise _fail(path, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
@@ -164,6 +174,7 @@ def load(path: Path) -> Adapter:
         transports=tuple(transports),
         variants=built,
         directory=directory,
+        node=node,
         kind=kind,
         families=families,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import environments
-from .environments import Layout
+from .backends import Backend
 from .manifest import Adapter
 
 HARNESS_VERSION = "0.1.0"
@@ -28,38 +28,41 @@ def harness_commit(root: Path) -> str:
     return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def adapter_meta(layout: Layout, adapter: Adapter) -> dict[str, Any]:
+def adapter_meta(adapter: Adapter, described: dict[str, Any]) -> dict[str, Any]:
+    """One adapter's metadata; ``described``: its versions (and image) as the backend reports them."""
     return {
         "title": adapter.title,
+        "kind": adapter.kind,
         "runtime": adapter.runtime,
-        "runtime_version": environments.runtime_version(adapter.runtime),
         "package": adapter.package or None,
-        "package_version": environments.installed_version(layout, adapter),
+        **described,
         "variants": {v.id: {"column": adapter.column(v), "description": v.description,
                             "options": v.options} for v in adapter.variants},
     }
 
 
-def collect(layout: Layout, adapters: list[Adapter], run_id: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """The metadata of a run that is about to start."""
+def collect(backend: Backend, adapters: list[Adapter], run_id: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The metadata of a run that is about to start on ``backend``."""
     node = None
     try:
         node = environments.runtime_version("node")
     except (environments.PrepareError, OSError, subprocess.CalledProcessError):
         pass
+    described = backend.describe(adapters)
     return {
         "run_id": run_id,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "finished": None,
         "harness_version": HARNESS_VERSION,
-        "harness_commit": harness_commit(layout.root),
-        "backend": "local",
+        "harness_commit": harness_commit(backend.layout.root),
+        "backend": described["backend"],
         "os": platform.platform(),
         "machine": {"cpus": cpu_count(), "arch": platform.machine()},
         "python": platform.python_version(),
         "node": node,
         "settings": settings,
-        "adapters": {adapter.name: adapter_meta(layout, adapter) for adapter in adapters},
+        "adapters": {adapter.name: adapter_meta(adapter, described["adapters"].get(adapter.name, {}))
+                     for adapter in adapters},
     }
 
 

@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 _live_groups: set[int] = set()
 _live_lock = threading.Lock()
@@ -72,13 +72,13 @@ def kill_all_running() -> None:
 
 
 @contextmanager
-def interruptible() -> Iterator[threading.Event]:
-    """While inside, SIGINT/SIGTERM kill every running group and set the yielded event."""
+def interruptible(kill: Callable[[], None] = kill_all_running) -> Iterator[threading.Event]:
+    """While inside, SIGINT/SIGTERM call ``kill`` (stop every running cell) and set the yielded event."""
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
         stop.set()
-        kill_all_running()
+        kill()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -82,7 +82,8 @@ def _columns(frame: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
             if variant["column"] in present:
                 columns.append({"client": variant["column"], "adapter": name, "variant": variant_id,
                                 "title": info.get("title", name), "description": variant.get("description", ""),
-                                "package": info.get("package"), "version": info.get("package_version")})
+                                "package": info.get("package"), "version": info.get("package_version"),
+                                "image": info.get("image"), "image_id": info.get("image_id")})
     return columns
 
 

@@ -9,16 +9,14 @@ never stops the others.
 from __future__ import annotations
 
 import json
-import sys
-from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from . import environments, process
+from . import process
+from .backends import JOURNAL, RAW_OBSERVATION, Backend
 from .cells import Cell
-from .environments import Layout
 from .observation import ObservationError, read
 from .store import RunStore, trim_log
 
@@ -56,52 +54,17 @@ def _base_record(cell: Cell) -> Record:
     }
 
 
-HTTP_READY_S = 10.0
-
-
-@contextmanager
-def _reference_server(layout: Layout, cell: Cell, journal: Path, directory: Path) -> Iterator[str | None]:
-    """For an HTTP cell, run the reference server while inside and yield its URL; else yield None.
-
-    On leaving, the server is stopped (and has journaled its exit) before the journal is read.
-    """
-    if not cell.is_http:
-        yield None
-        return
-    command = [sys.executable, *cell.server_args(layout.server, journal)]
-    service, line = process.start_service(command, stderr=directory / "server-stderr.txt", ready_timeout_s=HTTP_READY_S)
-    try:
-        try:
-            url = str(json.loads(line)["url"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise process.ServiceError(f"reference server printed {line[:200]!r}, not {{\"url\": ...}}") from exc
-        yield url
-    finally:
-        process.stop_service(service)
-
-
-def run_cell(layout: Layout, store: RunStore, cell: Cell) -> Record:
-    """Run one cell to completion and return its record (never raises for the cell's faults)."""
+def run_cell(backend: Backend, store: RunStore, cell: Cell) -> Record:
+    """Run one cell to completion on ``backend`` and return its record (never raises for the cell's faults)."""
     record = _base_record(cell)
     directory = store.cell_dir(cell.key)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        journal = directory / "journal.jsonl"
+        journal = directory / JOURNAL
         journal.unlink(missing_ok=True)
-        raw = directory / "observation.raw.json"
+        raw = directory / RAW_OBSERVATION
         raw.unlink(missing_ok=True)
-        with _reference_server(layout, cell, journal, directory) as url:
-            cell_file = directory / "cell.json"
-            cell_file.write_text(json.dumps(cell.to_file(layout.server, journal, url), indent=2))
-            finished = process.run_bounded(
-                environments.command(layout, cell.adapter, cell_file, raw),
-                cwd=cell.adapter.directory,
-                env=environments.process_env(layout),
-                timeout_s=cell.budget_s,
-                stdout=directory / "stdout.txt",
-                stderr=directory / "stderr.txt",
-                marker=str(directory),
-            )
+        finished = backend.run(cell, directory)
         record["process"] = {
             "exit_code": finished.exit_code,
             "timed_out": finished.timed_out,
@@ -139,7 +102,7 @@ class Interrupted(Exception):
 
 
 def run_all(
-    layout: Layout,
+    backend: Backend,
     store: RunStore,
     cells: list[Cell],
     *,
@@ -152,7 +115,7 @@ def run_all(
     Cells of adapters in ``broken`` (name -> why) are recorded as harness errors without running.
     On SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
     """
-    with process.interruptible() as stop:
+    with process.interruptible(backend.kill_all) as stop:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             pending: set[Future[Record]] = set()
             queue = list(reversed(cells))
@@ -164,9 +127,9 @@ def run_all(
                         store.append(record)
                         on_record(record)
                         continue
-                    pending.add(pool.submit(run_cell, layout, store, cell))
+                    pending.add(pool.submit(run_cell, backend, store, cell))
                 if stop.is_set():
-                    process.kill_all_running()
+                    backend.kill_all()
                     for future in pending:
                         future.cancel()
                     raise Interrupted(f"interrupted; {len(queue) + len(pending)} cells not recorded")

@@ -1,0 +1,186 @@
+"""The docker backend: each cell's adapter runs in a fresh container of the adapter's image.
+
+- The image (:mod:`harness.images`) holds the adapter, its pinned dependencies, its runtime and
+  ``python3``; the reference server is not in it but mounted read-only at
+  ``/mcpcm/servers/reference``, and the cell directory read-write at ``/mcpcm/cell`` (the cell
+  file, the journal and the observation live there, as for the local backend).
+- stdio cells: the adapter spawns the reference server inside its container, so stdio is a real
+  pipe between two processes; the container has no network (``network_mode="none"``).
+- HTTP cells: the reference server runs in a container of its own with no network but loopback,
+  and the adapter's container joins that network namespace (``network_mode="container:<id>"``):
+  a private network of exactly two containers, in which the client reaches the server at
+  ``127.0.0.1`` as it does with the local backend (the same URL, the same ``Host`` header, so the
+  server's DNS-rebinding checks apply unchanged) and nothing else reaches either of them.
+- Bounds: the adapter container is waited for at most the cell budget, then killed; every
+  container the backend starts is removed when its cell ends, and :meth:`DockerBackend.close`
+  removes any left by an interruption (they carry the backend's owner label). Containers run
+  with ``init`` (signals are forwarded, orphans reaped) as the invoking user, so the files they
+  write in ``results/`` belong to that user.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .. import images
+from ..cells import Cell
+from ..environments import Layout, PrepareError
+from ..manifest import Adapter
+from ..process import Finished, ServiceError
+from . import CELL_FILE, JOURNAL, RAW_OBSERVATION
+from .local import HTTP_READY_S, parse_url_line
+
+SERVER_DIR = Path("/mcpcm/servers/reference")
+CELL_DIR = Path("/mcpcm/cell")
+CONTAINER_PYTHON = "/usr/bin/python3"
+"""The interpreter that runs the reference server in every image (Debian's python3)."""
+STOP_GRACE_S = 2
+
+
+def _interpreter(adapter: Adapter) -> str:
+    return "/mcpcm/env/bin/python" if adapter.runtime == "python" else "/usr/local/bin/node"
+
+
+class DockerBackend:
+    name = "docker"
+
+    def __init__(self, layout: Layout, *, base_image: str = images.DEFAULT_BASE_IMAGE,
+                 ca_bundle: Path | None = None) -> None:
+        self.layout = layout
+        self.base_image = base_image
+        self.ca_bundle = ca_bundle
+        self.client = images.client()
+        self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._images: dict[str, images.Image] = {}
+        self._live: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # -- images -------------------------------------------------------------------------------
+
+    def prepare(self, adapter: Adapter) -> bool:
+        image, built = images.build(self.layout, adapter, base_image=self.base_image, ca_bundle=self.ca_bundle,
+                                    log=self.layout.envs / "docker" / f"{adapter.name}.log")
+        self._images[adapter.name] = image
+        return built
+
+    def check(self, adapter: Adapter) -> None:
+        self._images[adapter.name] = images.find(self.client, self.layout, adapter)
+
+    def _image(self, adapter: Adapter) -> images.Image:
+        if adapter.name not in self._images:
+            self.check(adapter)
+        return self._images[adapter.name]
+
+    # -- containers ---------------------------------------------------------------------------
+
+    def _start(self, image: images.Image, command: list[str], *, directory: Path, network_mode: str,
+               working_dir: str | None = None, environment: dict[str, str] | None = None) -> Any:
+        container = self.client.containers.create(
+            image.id, command, working_dir=working_dir, environment=environment or {},
+            network_mode=network_mode, init=True, user=f"{os.getuid()}:{os.getgid()}",
+            volumes={str(self.layout.server.resolve()): {"bind": str(SERVER_DIR), "mode": "ro"},
+                     str(directory): {"bind": str(CELL_DIR), "mode": "rw"}},
+            labels={f"{images.LABEL}.owner": self.owner, f"{images.LABEL}.cell": directory.name},
+        )
+        with self._lock:
+            self._live[container.id] = container
+        container.start()
+        return container
+
+    def _remove(self, container: Any) -> None:
+        try:
+            container.remove(force=True)
+        except Exception:  # already gone (an interruption removed it)
+            pass
+        with self._lock:
+            self._live.pop(container.id, None)
+
+    def _start_server(self, image: images.Image, cell: Cell, directory: Path) -> tuple[Any, str]:
+        server = self._start(image, [CONTAINER_PYTHON, *cell.server_args(SERVER_DIR, CELL_DIR / JOURNAL)],
+                             directory=directory, network_mode="none")
+        deadline = time.monotonic() + HTTP_READY_S
+        while time.monotonic() < deadline:
+            line = server.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
+            if line:
+                return server, parse_url_line(line.splitlines()[0])
+            server.reload()
+            if server.status == "exited":
+                break
+            time.sleep(0.05)
+        self._stop_server(server, directory)
+        raise ServiceError(f"reference server container printed nothing within {HTTP_READY_S} s; "
+                           f"see {directory / 'server-stderr.txt'}")
+
+    def _stop_server(self, server: Any, directory: Path) -> None:
+        """SIGTERM (so the server journals its exit), then kill; keep its stderr; remove it."""
+        try:
+            server.stop(timeout=STOP_GRACE_S)
+            (directory / "server-stderr.txt").write_bytes(server.logs(stdout=False, stderr=True))
+        finally:
+            self._remove(server)
+
+    def run(self, cell: Cell, directory: Path) -> Finished:
+        image = self._image(cell.adapter)
+        server, url = self._start_server(image, cell, directory) if cell.is_http else (None, None)
+        try:
+            (directory / CELL_FILE).write_text(json.dumps(
+                cell.to_file(SERVER_DIR, CELL_DIR / JOURNAL, url, python=CONTAINER_PYTHON), indent=2))
+            home = f"/mcpcm/clients/{cell.adapter.name}"
+            command = [_interpreter(cell.adapter), f"{home}/{cell.adapter.entry}",
+                       str(CELL_DIR / CELL_FILE), str(CELL_DIR / RAW_OBSERVATION)]
+            started = time.monotonic()
+            adapter = self._start(
+                image, command, directory=directory, working_dir=home,
+                network_mode=f"container:{server.id}" if server is not None else "none",
+                environment={"PYTHONPATH": "/mcpcm/clients/_support", "PYTHONUNBUFFERED": "1", "HOME": "/tmp"})
+            try:
+                exit_code: int | None
+                try:
+                    exit_code = int(adapter.wait(timeout=cell.budget_s)["StatusCode"])
+                    timed_out = False
+                except Exception:  # requests' ReadTimeout / ConnectionError: the budget ran out
+                    exit_code, timed_out = None, True
+                    adapter.kill()
+                wall_ms = round((time.monotonic() - started) * 1000, 1)
+                (directory / "stdout.txt").write_bytes(adapter.logs(stdout=True, stderr=False))
+                (directory / "stderr.txt").write_bytes(adapter.logs(stdout=False, stderr=True))
+            finally:
+                self._remove(adapter)
+        finally:
+            if server is not None:
+                self._stop_server(server, directory)
+        return Finished(exit_code=exit_code, timed_out=timed_out, wall_ms=wall_ms, stragglers_killed=0)
+
+    def kill_all(self) -> None:
+        with self._lock:
+            live = list(self._live.values())
+        for container in live:
+            try:
+                container.kill()
+            except Exception:
+                pass
+
+    # -- run metadata and cleanup ---------------------------------------------------------------
+
+    def describe(self, adapters: list[Adapter]) -> dict[str, Any]:
+        described: dict[str, Any] = {}
+        for adapter in adapters:
+            try:
+                image = self._image(adapter)
+            except PrepareError:
+                continue
+            described[adapter.name] = {**images.versions(self.client, image, adapter), "image": image.tag,
+                                       "image_id": image.id, "base_image": image.base_image,
+                                       "node_release": adapter.node}
+        return {"backend": self.name, "adapters": described}
+
+    def close(self) -> None:
+        left = self.client.containers.list(all=True, filters={"label": f"{images.LABEL}.owner={self.owner}"})
+        for container in left:
+            self._remove(container)

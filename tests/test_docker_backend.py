@@ -1,0 +1,94 @@
+"""The docker backend: images built once, cells in containers, bounds and cleanup as on the host.
+
+These tests need a Docker engine and a base image (``MCPCM_BASE_IMAGE``, default
+``debian:bookworm-slim``; ``nox -s base-image`` makes one offline). They are marked ``docker``
+and run in CI (``.ci/run`` starts an engine); elsewhere they are skipped when no engine answers,
+unless ``MCPCM_REQUIRE_DOCKER=1`` makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import FIXTURE_CLIENTS
+
+docker = pytest.importorskip("docker")
+
+pytestmark = pytest.mark.docker
+
+BASE = os.environ.get("MCPCM_BASE_IMAGE", "debian:bookworm-slim")
+OWNER_LABEL = "org.mcp-client-matrix.owner"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # no engine here
+        if os.environ.get("MCPCM_REQUIRE_DOCKER") == "1":
+            raise
+        pytest.skip(f"no Docker engine: {exc}")
+    return client
+
+
+def _build_args() -> list[str]:
+    args = ["--backend", "docker", "--base-image", BASE]
+    if os.environ.get("MCPCM_CA_BUNDLE"):
+        args += ["--ca-bundle", os.environ["MCPCM_CA_BUNDLE"]]
+    return args
+
+
+def _containers_left(engine) -> list[str]:
+    return [c.name for c in engine.containers.list(all=True, filters={"label": OWNER_LABEL})]
+
+
+def test_images_are_built_once_and_bad_adapters_are_contained(engine, checkout):
+    scratch = checkout("raw-jsonrpc", "hang", "crash", "garbage")
+    adapters = [arg for name in ("raw-jsonrpc", "hang", "crash", "garbage") for arg in ("--adapter", name)]
+    scratch.harness("prepare", *adapters, *_build_args(), timeout=900)
+    again = scratch.harness("prepare", *adapters, *_build_args())
+    assert again.stderr.count(": cached") == 4, again.stderr
+
+    scratch.harness("run", "--backend", "docker", "--run-id", "docker", "--case", "ok", "--case", "type-swap",
+                    "--budget-scale", "0.1", "--jobs", "2")
+    rows = scratch.rows("docker")
+    for case in ("ok", "type-swap"):
+        for schema in ("advertised", "hidden"):
+            assert rows[("raw-jsonrpc", case, schema)]["outcome"] == "pass"
+            hang = rows[("hang", case, schema)]
+            assert hang["outcome"] == "timeout" and hang["timeout_by"] == "harness"
+            assert rows[("crash", case, schema)]["outcome"] == "crash"
+            assert "invalid observation" in rows[("garbage", case, schema)]["error_message"]
+    http = scratch.rows("docker", transport="http-json")
+    assert http[("raw-jsonrpc", "ok", "advertised")]["outcome"] == "pass"
+
+    records = {r["key"]: r for r in scratch.records("docker")}
+    stdio = records["raw-jsonrpc--default--ok--advertised--stdio"]
+    assert [e["event"] for e in stdio["journal"]][0] == "start", "the server ran in the container and journaled"
+    http_record = records["raw-jsonrpc--default--ok--advertised--http-json"]
+    assert http_record["journal"][-1]["event"] == "exit", "the server container was stopped, not killed"
+
+    meta = json.loads((scratch.root / "results" / "docker" / "meta.json").read_text())
+    assert meta["backend"] == "docker"
+    image = meta["adapters"]["raw-jsonrpc"]
+    assert image["image"].startswith("mcpcm/raw-jsonrpc:") and image["image_id"].startswith("sha256:")
+    assert image["runtime_version"].startswith("3.")
+    assert _containers_left(engine) == [], "timed-out cells' containers are removed"
+    assert scratch.processes_left() == []
+
+
+def test_a_run_without_an_image_says_how_to_build_it(engine, checkout):
+    scratch = checkout()
+    adapter = scratch.root / "clients" / "unbuilt"
+    shutil.copytree(FIXTURE_CLIENTS / "crash", adapter)
+    (adapter / "adapter.toml").write_text((adapter / "adapter.toml").read_text().replace('"crash"', '"unbuilt"'))
+    (adapter / "nonce.txt").write_text(os.urandom(8).hex())  # sources no image was ever built from
+    scratch.harness("run", "--backend", "docker", "--run-id", "unbuilt", "--case", "ok", "--transport", "stdio")
+    records = scratch.records("unbuilt")
+    assert records and all("no image built from the current clients/unbuilt" in r["harness_error"] for r in records)
+    assert "nox -s images" in records[0]["harness_error"]
