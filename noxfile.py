@@ -117,7 +117,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def benchmark(session: nox.Session) -> None:
     """Time the full matrix and the per-cell overhead (docs/benchmarks.md)."""
-    _install(session)
+    _install(session, "docker")
     session.run("python", "benchmarks/matrix_benchmark.py", *session.posargs)
 
 

@@ -127,6 +127,27 @@ def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
     }
 
 
+def backends(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
+    """The same sample cells (every transport) on the local and the docker backend, timed."""
+    adapters = args.adapter or ["raw-jsonrpc", "python-mcp", "ts-sdk"]
+    selection = [arg for name in adapters for arg in ("--adapter", name)]
+    selection += [arg for case in SAMPLE_CASES for arg in ("--case", case)]
+    subprocess.run([sys.executable, "-m", "harness", "prepare", "--backend", "docker", *selection[:2 * len(adapters)]],
+                   cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+    measured = {}
+    for backend in ("local", "docker"):
+        run_id = f"bench-{backend}-{stamp}"
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "harness", "run", "--backend", backend, "--run-id", run_id,
+                        "--jobs", str(args.jobs), *selection], cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+        seconds = time.monotonic() - started
+        cells_run = len(list(store.RunStore(layout.results / run_id).records()))
+        measured[backend] = {"run": run_id, "cells": cells_run, "seconds": round(seconds, 1),
+                             "ms_per_cell": round(1000 * seconds / cells_run, 1)}
+    measured["docker_over_local"] = round(measured["docker"]["seconds"] / measured["local"]["seconds"], 3)
+    return measured
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--adapter", action="append", default=[])
@@ -134,18 +155,23 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=cpu_count())
     parser.add_argument("--repeat", type=int, default=3, help="baseline repetitions")
     parser.add_argument("--skip-matrix", action="store_true", help="only the baseline")
+    parser.add_argument("--backends", action="store_true",
+                        help="also time the sample cells on the local and the docker backend (needs Docker and images)")
     parser.add_argument("--from-run", default=None, metavar="RUN_ID",
                         help="measure this finished run (e.g. the one `nox` just made) instead of running the matrix")
     args = parser.parse_args()
     layout = Layout(ROOT)
     for adapter in manifest.discover(layout.clients):
-        environments.prepare(layout, adapter)
+        if not args.adapter or adapter.name in args.adapter:
+            environments.prepare(layout, adapter)
     stamp = store.new_run_id()
     summary = {
         "machine": {"cpus": cpu_count(), "platform": platform.platform(),
                     "processor": platform.processor() or platform.machine(), "python": platform.python_version()},
         "baseline": baseline(layout, args, f"bench-baseline-{stamp}"),
     }
+    if args.backends:
+        summary["backends"] = backends(layout, args, stamp)
     if not args.skip_matrix:
         summary["matrix"] = matrix(layout, args, f"bench-{stamp}")
     print(json.dumps(summary, indent=2))

@@ -128,7 +128,8 @@ def probe_all(backend: Backend, store: RunStore, meta: dict[str, Any], adapters:
     """Bisect every stdio column x kind, ``jobs`` bisections at a time; write ``boundary.json``."""
     probe_store = RunStore(store.directory / "boundary")
     tasks = [(adapter, variant.id, kind) for adapter in adapters for variant in adapter.variants
-             if "stdio" in (variant.transports or adapter.transports) for kind in kinds]
+             if "stdio" in (variant.transports or adapter.transports)
+             and (adapter.families is None or "size" in adapter.families) for kind in kinds]
 
     def run(task: tuple[Adapter, str, str], stop: threading.Event) -> Boundary:
         adapter, variant_id, kind = task

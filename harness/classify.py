@@ -19,7 +19,7 @@ import pandas as pd
 
 from servers.reference.elide import as_text
 
-from . import compare
+from . import compare, model_view
 from .cells import FOLLOWUP_TEXT, TOOL_CALL
 
 OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", "harness-error")
@@ -32,11 +32,12 @@ ADAPTER_DEADLINE = "AdapterTimeout"
 """Error type adapters record when their own deadline (inside the cell budget) ended a step."""
 
 COLUMNS = (
-    "client", "adapter", "variant", "case", "family", "schema", "transport", "outcome",
+    "client", "adapter", "kind", "variant", "case", "family", "schema", "transport", "outcome",
     "timeout_by", "followup", "altered", "altered_fields", "stage", "error_type", "error_code", "error_sdk_code",
     "error_message", "transport_errors", "transport_error_count", "package", "package_version",
     "duration_ms", "wall_ms", "frame_bytes", "tools_list_called", "server_exit", "server_cancel",
-    "cancelled_by_caller", "exit_code", "key",
+    "cancelled_by_caller", "exit_code", "model_channel", "model_error_seen", "model_error_flag", "model_excerpt",
+    "key",
 )
 
 
@@ -60,6 +61,10 @@ def _followup(observation: dict[str, Any] | None) -> str:
     followup = (observation or {}).get("followup")
     if not followup:
         return "none"
+    view = followup.get("model_view")
+    if view is not None:  # a framework: the follow-up's text must reach the model, not as an error
+        reached = followup.get("status") == "returned" and FOLLOWUP_TEXT in " ".join(model_view.strings(view.get("value")))
+        return "ok" if reached and view.get("error_flag") is not True else "failed"
     result = followup.get("result") if followup.get("status") == "returned" else None
     content = (result or {}).get("content") if isinstance(result, dict) else None
     texts = [block.get("text") for block in content or [] if isinstance(block, dict)]
@@ -87,6 +92,20 @@ def sent_results(journal: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [sends[call_id] for call_id in call_ids if call_id in sends]
 
 
+def _model_facts(returned: list[dict[str, Any]], sent: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the model read from the first returned call that carries a model view (frameworks)."""
+    for call in returned:
+        view = call.get("model_view")
+        if view is None:
+            continue
+        message = sent[0].get("message") if sent else None
+        result = message.get("result") if isinstance(message, dict) else None
+        value = view.get("value")
+        return {"model_channel": model_view.channel(value, result), "model_error_seen": model_view.error_seen(view),
+                "model_error_flag": view.get("error_flag"), "model_excerpt": model_view.excerpt(value)}
+    return {"model_channel": None, "model_error_seen": None, "model_error_flag": None, "model_excerpt": None}
+
+
 def facts(record: dict[str, Any]) -> dict[str, Any]:
     """The flat facts of one cell record."""
     observation = record.get("observation")
@@ -97,9 +116,10 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
     raised = [call for call in calls if call.get("status") == "raised"]
     returned = [call for call in calls if call.get("status") == "returned"]
     sent = sent_results(journal)
+    framework = record.get("kind") == "framework"
     altered_fields: list[str] = []
     for index, call in enumerate(calls):
-        if call.get("status") == "returned" and index < len(sent):
+        if call.get("status") == "returned" and index < len(sent) and not framework:
             for name in compare.differences(call.get("result"), (sent[index].get("message") or {}).get("result")):
                 if name not in altered_fields:
                     altered_fields.append(name)
@@ -112,6 +132,7 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "key": record["key"],
         "client": record["column"],
         "adapter": record["adapter"],
+        "kind": record.get("kind", "sdk"),
         "variant": record["variant"],
         "case": record["case"],
         "family": record["family"],
@@ -124,11 +145,12 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "init_raised": initialize.get("status") == "raised",
         "call_raised": bool(raised),
         "call_is_error": any(isinstance(c.get("result"), dict) and bool(c["result"].get("isError")) for c in returned),
+        **_model_facts(returned, sent),
         "cancelled_by_caller": cancelled,
         "client_timeout": is_client_timeout(first_error) and not cancelled,
         "adapter_deadline": first_error is not None and first_error.get("type") == ADAPTER_DEADLINE,
         "followup": _followup(observation),
-        "altered": bool(altered_fields) if returned and sent else None,
+        "altered": bool(altered_fields) if returned and sent and not framework else None,
         "altered_fields": ",".join(altered_fields),
         "error": first_error,
         "transport_errors": "; ".join(_error_text(e) for e in transport_errors)[:2000],
@@ -159,6 +181,8 @@ RULES: tuple[tuple[str, str, Condition], ...] = (
     ("disconnect", "followup", lambda f: f.followup.ne("ok")),
     ("reject", "call", lambda f: f.call_raised),
     ("error-result", "call", lambda f: f.call_is_error),
+    # a framework that hands the model an error (marked, or as the message text) in place of the result
+    ("error-result", "call", lambda f: f.model_error_seen.eq(True) | f.model_channel.eq("error-text")),
 )
 
 

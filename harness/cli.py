@@ -33,7 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: this one)")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    def kind(command: argparse.ArgumentParser) -> None:
+        command.add_argument("--kind", choices=manifest.KINDS, default=os.environ.get("MCPCM_KIND") or None,
+                             help="only adapters of this kind: sdk or framework (env MCPCM_KIND; default both)")
+
     def selection(command: argparse.ArgumentParser) -> None:
+        kind(command)
         command.add_argument("--adapter", action="append", default=[],
                              help="adapter or column (adapter/variant); repeatable")
         command.add_argument("--case", action="append", default=[], help="case id; repeatable")
@@ -53,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
 
     prepare = sub.add_parser("prepare", help="build the adapters' environments or docker images (cached)")
     prepare.add_argument("--adapter", action="append", default=[])
+    kind(prepare)
     backend(prepare, build=True)
     base = sub.add_parser("base-image", help="docker: bootstrap a Debian base image with debootstrap (no registry)")
     base.add_argument("--tag", default=images.BOOTSTRAP_TAG)
@@ -90,8 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _adapters(layout: Layout, names: list[str]) -> list[manifest.Adapter]:
-    found = manifest.discover(layout.clients)
+def _adapters(layout: Layout, names: list[str], kind: str | None = None) -> list[manifest.Adapter]:
+    found = [adapter for adapter in manifest.discover(layout.clients) if kind is None or adapter.kind == kind]
     if names:
         wanted = {name.split("/")[0] for name in names}
         unknown = wanted - {a.name for a in found}
@@ -132,7 +138,7 @@ def _run_ready(backend: backends.Backend, adapters: list[manifest.Adapter]) -> d
 def cmd_prepare(layout: Layout, args: argparse.Namespace) -> int:
     backend = _backend(layout, args)
     try:
-        broken = _ready(backend, _adapters(layout, args.adapter), build=True)
+        broken = _ready(backend, _adapters(layout, args.adapter, args.kind), build=True)
     finally:
         backend.close()
     return 1 if broken else 0
@@ -150,7 +156,7 @@ def _selection(args: argparse.Namespace) -> cells.Selection:
 
 
 def cmd_list(layout: Layout, args: argparse.Namespace) -> int:
-    adapters = _adapters(layout, args.adapter)
+    adapters = _adapters(layout, args.adapter, args.kind)
     for adapter in adapters:
         columns = ", ".join(adapter.column(v) for v in adapter.variants)
         print(f"{adapter.name:<16} {adapter.runtime:<7} {adapter.package or '-':<28} {columns}")
@@ -182,6 +188,7 @@ def _resume_selection(args: argparse.Namespace, run_meta: dict[str, Any]) -> Non
     settings = run_meta.get("settings", {})
     args.adapter, args.case, args.family = settings["adapters"], settings["cases"], settings["families"]
     args.transport = settings.get("transports", [])
+    args.kind = settings.get("kind")
     args.shard, args.budget_scale = tuple(settings["shard"]), settings["budget_scale"]
     args.backend = run_meta.get("backend", "local")
 
@@ -191,7 +198,7 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     if args.resume:
         run, done, run_meta = _resumed_run(layout, args)
         _resume_selection(args, run_meta)
-    adapters = _adapters(layout, args.adapter)
+    adapters = _adapters(layout, args.adapter, args.kind)
     selected = cells.build(adapters, _selection(args), args.budget_scale)
     backend = _backend(layout, args)  # before the run directory exists: no engine, no run
     try:
@@ -210,7 +217,7 @@ def _run(backend: backends.Backend, args: argparse.Namespace, run: store.RunStor
     broken = _run_ready(backend, [a for a in adapters if a.name in {c.adapter.name for c in todo}])
     if run_meta is None:
         settings = {"jobs": args.jobs, "shard": list(args.shard), "adapters": args.adapter, "backend": backend.name,
-                    "cases": args.case, "families": args.family, "transports": args.transport,
+                    "cases": args.case, "families": args.family, "transports": args.transport, "kind": args.kind,
                     "cells": len(selected),
                     "budget_scale": args.budget_scale}
         run_meta = meta.collect(backend, adapters, run.run_id, settings)

@@ -62,7 +62,19 @@ def _step(path: Path, field: str, value: Any, *, nullable: bool) -> None:
     _duration(path, f"{field}.duration_ms", value.get("duration_ms"))
 
 
-def _call(path: Path, field: str, value: Any) -> None:
+def _model_view(path: Path, field: str, value: Any, *, required: bool) -> None:
+    if value is None:
+        _check(not required, path, field, "a framework adapter's returned call needs a model_view")
+        return
+    _check(isinstance(value, dict), path, field, "expected an object")
+    _check("value" in value, path, f"{field}.value", "missing (what the model received)")
+    flag = value.get("error_flag")
+    _check(flag is None or isinstance(flag, bool), path, f"{field}.error_flag", f"expected a boolean or null, got {flag!r}")
+    where = value.get("error_flag_field")
+    _check(where is None or isinstance(where, str), path, f"{field}.error_flag_field", "expected a string or null")
+
+
+def _call(path: Path, field: str, value: Any, *, framework: bool = False) -> None:
     _check(isinstance(value, dict), path, field, "expected an object")
     status = value.get("status")
     _check(status in CALL_STATUSES, path, f"{field}.status", f"expected one of {CALL_STATUSES}, got {status!r}")
@@ -72,10 +84,15 @@ def _call(path: Path, field: str, value: Any) -> None:
         _check(value.get("error") is not None, path, f"{field}.error", "a raised call needs an error")
     _error(path, f"{field}.error", value.get("error"))
     _duration(path, f"{field}.duration_ms", value.get("duration_ms"))
+    if framework or "model_view" in value:
+        _model_view(path, f"{field}.model_view", value.get("model_view"), required=framework and status == "returned")
 
 
-def validate(data: Any, path: Path) -> None:
-    """Raise :class:`ObservationError` unless ``data`` follows the observation contract."""
+def validate(data: Any, path: Path, *, framework: bool = False) -> None:
+    """Raise :class:`ObservationError` unless ``data`` follows the observation contract.
+
+    ``framework``: the adapter is a framework adapter, whose returned calls carry a ``model_view``.
+    """
     _check(isinstance(data, dict), path, "(root)", "expected a JSON object")
     _check(data.get("contract") == CONTRACT, path, "contract", f"expected {CONTRACT}, got {data.get('contract')!r}")
     for key in ("package_version", "runtime_version"):
@@ -86,16 +103,16 @@ def validate(data: Any, path: Path) -> None:
     calls = data.get("calls")
     _check(isinstance(calls, list), path, "calls", "expected a list")
     for index, call in enumerate(calls):
-        _call(path, f"calls[{index}]", call)
+        _call(path, f"calls[{index}]", call, framework=framework)
     if data.get("followup") is not None:
-        _call(path, "followup", data["followup"])
+        _call(path, "followup", data["followup"], framework=framework)
     errors = data.get("transport_errors")
     _check(isinstance(errors, list), path, "transport_errors", "expected a list")
     for index, error in enumerate(errors):
         _error(path, f"transport_errors[{index}]", error)
 
 
-def read(path: Path, label: Path | None = None) -> dict[str, Any]:
+def read(path: Path, label: Path | None = None, *, framework: bool = False) -> dict[str, Any]:
     """Parse, validate and elide the observation at ``path`` (errors name ``label`` or ``path``)."""
     shown = label or path
     try:
@@ -107,5 +124,5 @@ def read(path: Path, label: Path | None = None) -> dict[str, Any]:
     except ValueError as exc:
         excerpt = raw[:80].decode("utf-8", "replace")
         raise ObservationError(f"{shown}: not valid JSON ({exc}); starts with {excerpt!r}") from exc
-    validate(data, shown)
+    validate(data, shown, framework=framework)
     return elide(data)

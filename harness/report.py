@@ -1,4 +1,5 @@
-"""The static report: ``reports/index.html`` (the matrix), one evidence page per cell, data files.
+"""The static report: ``reports/index.html`` (the SDK matrix), ``reports/model-view.html`` (what the
+model sees, for agent frameworks), one evidence page per cell, data files.
 
 Everything is rendered by jinja2 with autoescaping on, so text that came from a server or a
 client (error messages carry payload text) is always escaped. Links are relative, so the pages
@@ -17,7 +18,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from . import boundary, catalog
+from . import boundary, catalog, model_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
 from .store import RunStore
 
@@ -42,6 +43,18 @@ LEGEND = {
     "harness-error": "Our fault, never the client's: the adapter's environment could not be built, "
                      "the adapter wrote an invalid observation, or the harness itself failed.",
 }
+
+
+CHANNEL_LEGEND = {
+    "text": "the server's text block(s), not the structured content",
+    "structured": "the server's structuredContent (as JSON, or serialized into a string), not the text",
+    "both": "the text and, separately, the structured content",
+    "repr": "a language-level dump of the result object (e.g. TextContent(type='text', ...)) carrying the content",
+    "error-text": "an error message instead of the server's content (the framework or SDK failed and told the model)",
+    "other": "neither the server's content nor an error (a placeholder, a summary)",
+    "empty": "nothing to read",
+}
+"""How the harness names the channel a model view came from (``harness/model_view.py`` derives it)."""
 
 
 @dataclass
@@ -83,7 +96,8 @@ def _columns(frame: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
                 columns.append({"client": variant["column"], "adapter": name, "variant": variant_id,
                                 "title": info.get("title", name), "description": variant.get("description", ""),
                                 "package": info.get("package"), "version": info.get("package_version"),
-                                "image": info.get("image"), "image_id": info.get("image_id")})
+                                "image": info.get("image"), "image_id": info.get("image_id"),
+                                "kind": info.get("kind", "sdk")})
     return columns
 
 
@@ -134,6 +148,18 @@ def _boundaries(run: RunStore, columns: list[dict[str, Any]]) -> list[dict[str, 
     return [{"client": client, "kinds": found[client]} for client in order if client in found]
 
 
+def _channel_summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per framework column: how many cells reached the model through each channel."""
+    counts = frame.groupby(["client", "model_channel"]).size()
+    seen = frame[frame["model_error_seen"].eq(True)].groupby("client").size()
+    return [{**column, "counts": {channel: int(counts.get((column["client"], channel), 0))
+                                 for channel in model_view.CHANNELS},
+             "error_seen": int(seen.get(column["client"], 0)),
+             "aborted": int(frame[(frame["client"] == column["client"])
+                                  & frame["outcome"].isin(["reject", "disconnect", "crash", "timeout"])].shape[0])}
+            for column in columns]
+
+
 def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) -> int:
     """Render the report of ``run`` into ``out``; returns the number of cells.
 
@@ -143,8 +169,11 @@ def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) 
     meta = run.read_meta()
     records = {record["key"]: record for record in run.records()}
     frame = cells_frame(list(records.values()), meta)
-    columns = _columns(frame, meta)
-    rows = _rows(frame, columns)
+    every_column = _columns(frame, meta)
+    columns = [column for column in every_column if column["kind"] != "framework"]
+    framework_columns = [column for column in every_column if column["kind"] == "framework"]
+    sdk_frame = frame[frame["kind"] != "framework"]
+    rows = _rows(sdk_frame, columns)
     env = _environment()
     staging = out.parent / f".{out.name}.staging"
     if staging.exists():
@@ -154,11 +183,17 @@ def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) 
     (staging / "assets").mkdir()
     for asset in ASSETS:
         shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
-    families = [f for f in catalog.FAMILIES if f in set(frame["family"])]
+    families = [f for f in catalog.FAMILIES if f in set(sdk_frame["family"])]
     (staging / "index.html").write_text(env.get_template("index.html.j2").render(
-        meta=meta, conformance=conformance, columns=columns, rows=rows, families=families, outcomes=OUTCOMES, legend=LEGEND,
-        summary=_summary(frame, columns), total=len(frame), boundaries=_boundaries(run, columns),
-        kinds=boundary.KINDS), encoding="utf-8")
+        meta=meta, conformance=conformance, columns=columns, rows=rows, families=families, outcomes=OUTCOMES,
+        legend=LEGEND, summary=_summary(sdk_frame, columns), total=len(sdk_frame),
+        boundaries=_boundaries(run, columns), kinds=boundary.KINDS, frameworks=len(framework_columns)),
+        encoding="utf-8")
+    framework_frame = frame[frame["kind"] == "framework"]
+    (staging / "model-view.html").write_text(env.get_template("model-view.html.j2").render(
+        meta=meta, conformance=conformance, columns=framework_columns, rows=_rows(framework_frame, framework_columns),
+        total=len(framework_frame), channels=model_view.CHANNELS, channel_legend=CHANNEL_LEGEND, legend=LEGEND,
+        summary=_channel_summary(framework_frame, framework_columns)), encoding="utf-8")
     page = env.get_template("cell.html.j2")
     for row in frame.to_dict("records"):
         record = records[row["key"]]
@@ -166,6 +201,7 @@ def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) 
         (staging / "cells" / f"{row['key']}.html").write_text(page.render(
             meta=meta, conformance=conformance, row=row, case=catalog.get(row["case"]), record=record, legend=LEGEND,
             sent=sent_results(record.get("journal") or []),
+            views=[call for call in (record.get("observation") or {}).get("calls") or [] if call.get("model_view")],
             short=short_error(pd.Series(row)),
             stdout=_read_log(directory, "stdout.txt"), stderr=_read_log(directory, "stderr.txt")),
             encoding="utf-8")

@@ -41,6 +41,7 @@ def _base_record(cell: Cell) -> Record:
         "key": cell.key,
         "column": cell.column,
         "adapter": cell.adapter.name,
+        "kind": cell.adapter.kind,
         "variant": cell.variant.id,
         "case": cell.case.id,
         "family": cell.case.family,
@@ -76,7 +77,7 @@ def run_cell(backend: Backend, store: RunStore, cell: Cell) -> Record:
         record["journal"] = read_journal(journal)
         if raw.exists() and not finished.timed_out:
             try:
-                record["observation"] = read(raw, label=Path(raw.name))
+                record["observation"] = read(raw, label=Path(raw.name), framework=cell.adapter.kind == "framework")
             except ObservationError as exc:  # the invalid file stays in the cell directory as evidence
                 record["harness_error"] = f"invalid observation: {exc}"
             else:

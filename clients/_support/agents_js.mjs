@@ -1,0 +1,372 @@
+/**
+ * The driver shared by the Node **framework** adapters (ES module, no dependencies: the
+ * framework stays in the adapter, which hands the driver a few functions over its classes).
+ *
+ * Contract: docs/adapters.md, "Framework adapters: the model view". An adapter holds only what is
+ * specific to its framework and ends with
+ * `runFramework({ name, package, adapterUrl, options, framework })`, where
+ *  - `name` is the adapter's name (for its messages on stderr), `package` the npm package whose
+ *    installed version is recorded (from `node_modules` next to the adapter), `adapterUrl` the
+ *    adapter's `import.meta.url`;
+ *  - `options` maps each variant option the adapter understands to its type
+ *    (observe.mjs `checkOptions`: an unknown or mistyped option exits 2 before anything runs);
+ *  - `framework` is a {@link Framework}.
+ *
+ * The driver checks the cell (transport `stdio` only), then runs on one MCP session:
+ * `connect` (the framework spawns the server and initializes: the `initialize` step), `listTools`
+ * (the framework loading its tool set: the `list_tools` step, always, since every framework lists
+ * tools to build the model's tool definitions), one `runCall` per cell call and one for the
+ * follow-up (each one run of the framework's own agent loop with a scripted model), then `close`
+ * (bounded by {@link CLOSE_WAIT_MS}). A call that reached the model's second turn is `returned`
+ * with the value the framework's tool execution produced (`result`) and the `model_view`; a run
+ * that raised before is `raised`. Whatever stops the run (budget watchdog, signal, internal error),
+ * observe.mjs `createRun` writes the facts gathered so far; every child process still alive at the
+ * end (the stdio server the framework spawned) is SIGKILLed ({@link killChildren}).
+ *
+ * @module agents_js
+ */
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+import { checkOptions, createRun, errorRecord, installedVersion, readCell } from './observe.mjs';
+
+export { errorRecord };
+
+/** How long a framework's close may take before its server child is killed. */
+const CLOSE_WAIT_MS = 5000;
+
+/** The fixed tool-call id every scripted model uses in its first turn. */
+export const TOOL_CALL_ID = 'call-1';
+
+/** The user prompt of every scripted run (the model is scripted: the words do not matter). */
+export const PROMPT = 'Call the tool as scripted.';
+
+/** The final text the scripted model ends every run with (turn two). */
+export const FINAL_TEXT = 'done';
+
+/**
+ * The framework-specific part of an adapter.
+ * @typedef {object} Framework
+ * @property {(ctx: Context) => Promise<object>} connect connect the framework to the cell's server
+ *   over stdio (spawning it through the framework's own stdio client) and initialize; resolves to
+ *   a handle passed to the other functions
+ * @property {(handle: object, ctx: Context) => Promise<string[]>} listTools load the framework's
+ *   tool set from the server; resolves to the tool names the framework exposes to the model
+ * @property {(handle: object, call: {name: string, arguments: object}, ctx: Context,
+ *   signal: AbortSignal|undefined) => Promise<CallOutcome>} runCall one agent run: the scripted
+ *   model asks for `call` in turn one, the framework executes it, turn two is captured; rejects
+ *   when the agent run raised before turn two
+ * @property {(handle: object) => Promise<void>} close the framework's normal close
+ * @property {(handle: object) => string|null|undefined} [protocolVersion] the negotiated protocol
+ *   version, when the framework exposes it
+ */
+
+/**
+ * @typedef {object} Context
+ * @property {object} cell the cell file
+ * @property {Record<string, unknown>} options the variant's checked options
+ * @property {(err: unknown) => void} reportError record an out-of-band error (`transport_errors`)
+ * @property {(message: string) => void} log a line on stderr, prefixed with the adapter name
+ */
+
+/**
+ * @typedef {object} CallOutcome
+ * @property {unknown} result the value the framework's tool execution produced (made JSON-safe by
+ *   {@link toJson} here)
+ * @property {{value: unknown, error_flag: boolean|null, error_flag_field: string|null,
+ *   message: unknown}} model_view see docs/adapters.md
+ * @property {Record<string, unknown>} [extra] adapter-specific fields added to the call entry
+ */
+
+/**
+ * SIGKILL every live child process of this process (Linux `/proc`), group leaders with their
+ * group; returns their pids. The frameworks spawn the stdio server as our child; this is the
+ * last-resort reaping when the adapter stops waiting or exits.
+ * @returns {number[]}
+ */
+export function killChildren() {
+  const killed = [];
+  let entries;
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return killed;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let fields;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    } catch {
+      continue;
+    }
+    // fields[0] = state, fields[1] = ppid, fields[2] = pgrp
+    if (fields.length > 2 && fields[0] !== 'Z' && Number(fields[1]) === process.pid) {
+      const pid = Number(entry);
+      try {
+        if (Number(fields[2]) === pid) process.kill(-pid, 'SIGKILL');
+        else process.kill(pid, 'SIGKILL');
+        killed.push(pid);
+      } catch {
+        // already gone
+      }
+    }
+  }
+  return killed;
+}
+
+/**
+ * A JSON-safe deep copy of `value` with `JSON.stringify`'s semantics, so that it is what a model
+ * provider would serialize: `toJSON()` is honoured, class instances (Errors included) keep their
+ * own enumerable fields, `undefined` members are dropped; beyond `JSON.stringify`, bigints become
+ * strings, functions and symbols their `String()`, cycles `"[Circular]"`, Maps/Sets
+ * objects/arrays, typed arrays a `"[<Type> of N bytes]"` marker. Convert an error meant as an
+ * Error record with observe.mjs `errorRecord` first.
+ * @param {unknown} value
+ * @returns {unknown}
+ */
+export function toJson(value) {
+  const stack = new Set();
+  const visit = (v) => {
+    if (v === null) return null;
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+        return v;
+      case 'number':
+        return Number.isFinite(v) ? v : String(v);
+      case 'bigint':
+      case 'function':
+      case 'symbol':
+        return String(v);
+      case 'undefined':
+        return undefined;
+      default:
+        break;
+    }
+    if (stack.has(v)) return '[Circular]';
+    if (typeof v.toJSON === 'function' && !(v instanceof Date)) {
+      let inner;
+      try {
+        inner = v.toJSON();
+      } catch (err) {
+        return `[toJSON raised: ${err}]`;
+      }
+      if (inner !== v) {
+        stack.add(v);
+        const out = visit(inner);
+        stack.delete(v);
+        return out;
+      }
+    }
+    if (v instanceof Date) return v.toISOString();
+    stack.add(v);
+    let out;
+    if (Array.isArray(v) || v instanceof Set) {
+      out = Array.from(v, (item) => {
+        const j = visit(item);
+        return j === undefined ? null : j;
+      });
+    } else if (v instanceof Map) {
+      out = {};
+      for (const [k, item] of v) {
+        const j = visit(item);
+        if (j !== undefined) out[String(k)] = j;
+      }
+    } else if (ArrayBuffer.isView(v)) {
+      out = `[${v.constructor?.name ?? 'TypedArray'} of ${v.byteLength} bytes]`;
+    } else {
+      out = {};
+      for (const k of Object.keys(v)) {
+        let item;
+        try {
+          item = v[k];
+        } catch (err) {
+          item = `[getter raised: ${err}]`;
+        }
+        const j = visit(item);
+        if (j !== undefined) out[k] = j;
+      }
+    }
+    stack.delete(v);
+    return out;
+  };
+  const out = visit(value);
+  return out === undefined ? null : out;
+}
+
+/**
+ * The `model_view` of a call (docs/adapters.md): `value` as the model receives it, the
+ * framework's own error marker (`null` when its tool-result message has none) and where it was
+ * read, and the whole tool-result message (JSON-safe).
+ */
+export function modelView({ value, errorFlag = null, errorFlagField = null, message = null }) {
+  return {
+    value: toJson(value),
+    error_flag: errorFlag === null || errorFlag === undefined ? null : Boolean(errorFlag),
+    error_flag_field: errorFlagField,
+    message: toJson(message),
+  };
+}
+
+/**
+ * Replace random ids a framework puts into messages (`lc_<uuid>`, `run-<uuid>`, bare uuids) by
+ * fixed markers, so that two runs of one cell compare equal. Works on JSON-safe values.
+ * @param {unknown} value
+ * @returns {unknown}
+ */
+export function normalizeIds(value) {
+  const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+  const visit = (v) => {
+    if (typeof v === 'string') return v.replace(uuid, '<uuid>');
+    if (Array.isArray(v)) return v.map(visit);
+    if (v !== null && typeof v === 'object') {
+      const out = {};
+      for (const [k, item] of Object.entries(v)) out[k] = visit(item);
+      return out;
+    }
+    return v;
+  };
+  return visit(value);
+}
+
+/**
+ * Run one cell (`process.argv`: the cell file and the observation file) and exit; see the module
+ * documentation for the contract.
+ * @param {{name: string, package: string, adapterUrl: string,
+ *          options: Record<string, 'boolean'|'integer'|'number'|'string'>,
+ *          framework: Framework}} adapter
+ */
+export function runFramework({ name, package: pkg, adapterUrl, options: known, framework }) {
+  const log = (message) => process.stderr.write(`${name} adapter: ${message}\n`);
+  const fail = (message) => {
+    log(message);
+    process.exit(2);
+  };
+
+  const [cellPath, obsPath] = process.argv.slice(2);
+  if (!cellPath || !obsPath) fail('usage: node adapter.mjs <cell.json> <observation.json>');
+  let cell;
+  let options;
+  try {
+    cell = readCell(cellPath);
+    options = checkOptions(cell.options, known);
+  } catch (err) {
+    fail(err.message);
+  }
+  if (cell.transport !== 'stdio') fail(`transport ${JSON.stringify(cell.transport)} is not supported (stdio only)`);
+  if (typeof cell.server?.command !== 'string') fail('transport stdio needs server.command');
+  for (const call of [...cell.calls, ...(cell.followup ? [cell.followup] : [])]) {
+    const after = call.cancel_after_ms;
+    if (after !== undefined && after !== null && !(Number.isInteger(after) && after >= 0)) {
+      fail(`cancel_after_ms: expected a non-negative integer, got ${JSON.stringify(after)}`);
+    }
+  }
+
+  const run = createRun({
+    obsPath,
+    budgetMs: cell.budget_ms,
+    packageVersion: installedVersion(path.dirname(fileURLToPath(adapterUrl)), pkg),
+    onAbort: killChildren,
+  });
+  const ctx = { cell, options, reportError: (err) => run.reportError(err), log };
+
+  drive(framework, ctx, run).catch((err) => {
+    log(`internal error: ${err?.stack ?? err}`);
+    killChildren();
+    process.exit(1); // the exit hook still writes what was gathered
+  });
+}
+
+/** One agent run for `call`; `place` puts the (pending) record into the observation first. */
+async function callStep(framework, handle, ctx, run, call, place) {
+  const step = run.begin('call', { tool: call.name });
+  place(step.record);
+  const after = call.cancel_after_ms;
+  let signal;
+  let timer;
+  let issuedAt = null;
+  if (after !== undefined && after !== null) {
+    const controller = new AbortController();
+    signal = controller.signal;
+    timer = setTimeout(() => {
+      issuedAt = step.elapsed();
+      controller.abort();
+    }, after);
+  }
+  const cancelled = () => (after === undefined || after === null ? {} : { cancelled_after_ms: issuedAt });
+  try {
+    const outcome = await framework.runCall(handle, { name: call.name, arguments: call.arguments ?? {} }, ctx, signal);
+    clearTimeout(timer);
+    run.settle(step, {
+      status: 'returned',
+      result: toJson(outcome.result),
+      error: null,
+      model_view: outcome.model_view,
+      ...(outcome.extra ? toJson(outcome.extra) : {}),
+      ...cancelled(),
+    });
+  } catch (err) {
+    clearTimeout(timer);
+    run.settle(step, { status: 'raised', result: null, error: errorRecord(err), ...cancelled() });
+  }
+}
+
+async function drive(framework, ctx, run) {
+  const { obs } = run;
+  const { cell } = ctx;
+
+  const init = run.begin('initialize');
+  obs.initialize = init.record;
+  let handle = null;
+  try {
+    handle = await framework.connect(ctx);
+    run.settle(init, { status: 'ok', error: null, protocol_version: framework.protocolVersion?.(handle) ?? null });
+  } catch (err) {
+    run.settle(init, { status: 'raised', error: errorRecord(err), protocol_version: null });
+  }
+
+  if (handle !== null) {
+    const list = run.begin('list_tools');
+    obs.list_tools = list.record;
+    let listed = false;
+    try {
+      const tools = await framework.listTools(handle, ctx);
+      run.settle(list, { status: 'ok', error: null, tools });
+      listed = true;
+    } catch (err) {
+      run.settle(list, { status: 'raised', error: errorRecord(err), tools: null });
+    }
+    // Without a tool set there is no agent run to make: the calls are recorded as raised with
+    // the list error (the framework could not have offered the tool to the model).
+    for (const call of cell.calls) {
+      if (listed) await callStep(framework, handle, ctx, run, call, (r) => obs.calls.push(r));
+      else obs.calls.push({ tool: call.name, status: 'raised', result: null, error: obs.list_tools.error, duration_ms: 0 });
+    }
+    if (cell.followup) {
+      if (listed) await callStep(framework, handle, ctx, run, cell.followup, (r) => { obs.followup = r; });
+      else obs.followup = { tool: cell.followup.name, status: 'raised', result: null, error: obs.list_tools.error, duration_ms: 0 };
+    }
+
+    const close = run.begin('close');
+    obs.close = close.record;
+    const waitMs = Math.max(0, Math.min(CLOSE_WAIT_MS, run.deadline - performance.now() - 200));
+    let timer;
+    const settled = await Promise.race([
+      Promise.resolve().then(() => framework.close(handle)).then(
+        () => run.settle(close, { status: 'ok', error: null }),
+        (err) => run.settle(close, { status: 'raised', error: errorRecord(err) }),
+      ).then(() => true),
+      new Promise((resolve) => { timer = setTimeout(() => resolve(false), waitMs); }),
+    ]);
+    clearTimeout(timer);
+    killChildren();
+    run.finish(settled ? 'finished' : `close wait bound of ${Math.round(waitMs)} ms`);
+  }
+  killChildren();
+  run.finish('finished');
+}

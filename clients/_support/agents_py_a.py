@@ -1,0 +1,224 @@
+"""The anyio driver shared by the Python agent-framework adapters (pydantic-ai, openai-agents,
+langchain-py, fastmcp), Python >= 3.10.
+
+It imports ``anyio``, which every one of those venvs has (the frameworks run on the MCP Python SDK);
+:mod:`observe` stays stdlib-only.
+
+Contract (docs/adapters.md, "Framework adapters: the model view"): an adapter holds only what is
+specific to its framework, a :class:`Framework`, and ends with
+``sys.exit(agents_py_a.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, make))``
+(``PACKAGE``: the distribution whose installed version is recorded; ``CLOSE_RESERVE_S``: the
+seconds the framework's own shutdown needs). The framework object ``make(cell, obs)`` returns:
+
+- ``open(stack)``: connects, entering the framework's MCP server / toolset / client context on
+  ``stack`` (an :class:`contextlib.AsyncExitStack`), which spawns the server; returns the
+  negotiated protocol version, or ``None`` when the framework does not expose it. Closing the
+  stack is the close step;
+- ``tools()``: the framework loading its tool set from the server, the tool names it exposed;
+- ``run(call)``: one run of the framework's own agent loop for one call, with the framework's
+  scripted test model; returns ``{"result": ..., "model_view": {...}, ...}`` (extra keys are kept
+  in the call's entry), or raises what the agent run raised.
+
+The steps (initialize, list_tools, the calls, the follow-up, close) run within the cell's
+:class:`observe.Budget`: what the framework raises is recorded as a fact, a step past the steps
+deadline is ended and recorded as ``AdapterTimeout`` (initialize only has the close deadline: it
+enters the stdio client's task groups, whose anyio cancel scopes outlive the step, so it cannot
+run in a step scope of its own, as in ``mcp_driver.py``), and the :class:`observe.Watchdog`
+writes the observation, kills the spawned server and exits if the framework never returns. A
+server still alive after the close (a close the deadline cut short) is killed before exiting.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from typing import Any, Protocol
+
+import anyio
+import observe
+
+CALL_ID = "call-1"
+"""The fixed tool-call id every scripted model uses for its tool request."""
+FINAL_TEXT = "done"
+"""The scripted model's final answer in turn two."""
+PROMPT = "Call the tool."
+"""The user prompt of every agent run (the scripted model ignores it)."""
+
+_RANDOM_ID = re.compile(r"^(lc_|run-|lc_run-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+                        re.IGNORECASE)
+
+
+class Framework(Protocol):
+    async def open(self, stack: AsyncExitStack) -> str | None: ...
+
+    async def tools(self) -> list[str]: ...
+
+    async def run(self, call: dict[str, Any]) -> dict[str, Any]: ...
+
+
+MakeFramework = Callable[[dict[str, Any], observe.Observation], Framework]
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` if it serializes as JSON, else its ``repr`` (the contract's rule for ``result``)."""
+    try:
+        json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def normalize_ids(value: Any) -> Any:
+    """``value`` with every string that is a random id (a UUID, optionally prefixed ``lc_`` /
+    ``run-`` / ``lc_run-``: LangChain's content-block ids and LangGraph's message ids) replaced by
+    ``<prefix>id-0``, ``<prefix>id-1``, ... in order of appearance, so that two runs of one cell
+    compare equal. Only whole strings are replaced, never text inside a string."""
+    seen: dict[str, str] = {}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: walk(item) for key, item in node.items()}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if isinstance(node, str):
+            match = _RANDOM_ID.match(node)
+            if match:
+                return seen.setdefault(node, f"{match.group(1) or ''}id-{len(seen)}")
+        return node
+
+    return walk(value)
+
+
+def model_view(value: Any, error_flag: bool | None, error_flag_field: str | None,
+               message: Any) -> dict[str, Any]:
+    """The contract's ``model_view`` of a returned call."""
+    return {"value": value, "error_flag": error_flag, "error_flag_field": error_flag_field,
+            "message": message}
+
+
+def _deadline(monotonic_deadline: float) -> float:
+    return anyio.current_time() + (monotonic_deadline - time.monotonic())
+
+
+async def _attempt(what: str, fn: Callable[[], Awaitable[Any]], deadline: float,
+                   outer: anyio.CancelScope) -> tuple[Any, dict[str, Any] | None]:
+    """``(value, None)`` when ``fn()`` returned, ``(None, Error)`` when it raised or the deadline passed."""
+    cancelled = anyio.get_cancelled_exc_class()
+    error: dict[str, Any] | None = None
+    watch = observe.Stopwatch()
+    with anyio.CancelScope(deadline=_deadline(deadline)) as scope:
+        try:
+            return await fn(), None
+        except BaseException as exc:  # every failure of the framework is a fact to record
+            if outer.cancel_called or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            if scope.cancel_called and isinstance(exc, cancelled):
+                raise  # our deadline: the scope absorbs it
+            error = observe.error_record(exc)
+    if scope.cancelled_caught:
+        error = observe.deadline_error(what, watch.ms())
+    return None, error
+
+
+async def _call(fw: Framework, obs: observe.Observation, kind: str, call: dict[str, Any],
+                budget: observe.Budget, outer: anyio.CancelScope) -> None:
+    name = str(call["name"])
+    watch = obs.begin(kind, name)
+    outcome, error = await _attempt(f"{kind} {name}", lambda: fw.run(call), budget.steps, outer)
+    entry = obs.call_entry(name, watch.ms(), None if error else outcome.get("result"), error)
+    if error is None:
+        entry.update({key: value for key, value in outcome.items() if key != "result"})
+    obs.end(kind, entry)
+
+
+async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.Budget, fw: Framework) -> None:
+    cancelled = anyio.get_cancelled_exc_class()
+    stack = AsyncExitStack()
+    with anyio.CancelScope(deadline=_deadline(budget.close)) as outer:
+        # Not in a step scope of its own: opening enters the stdio client's task groups, whose cancel
+        # scopes must stay open after the step (anyio scopes nest); the outer deadline bounds it.
+        watch = obs.begin("initialize")
+        try:
+            version = await fw.open(stack)
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)) or (outer.cancel_called and isinstance(exc, cancelled)):
+                raise  # the outer deadline: the scope absorbs it and the snapshot records AdapterTimeout
+            obs.end("initialize", observe.step(watch, exc, protocol_version=None))
+            try:  # whatever the framework entered before it failed is closed, unrecorded (close is null)
+                await stack.aclose()
+            except Exception:  # noqa: BLE001 - the initialize failure is the fact recorded
+                traceback.print_exc()
+            return
+        obs.end("initialize", observe.step(watch, protocol_version=version))
+
+        pending: BaseException | None = None
+        try:
+            watch = obs.begin("list_tools")
+            names, error = await _attempt("list_tools", fw.tools, budget.steps, outer)
+            obs.end("list_tools", observe.step(watch, error, tools=names))
+            for call in cell["calls"]:
+                await _call(fw, obs, "call", call, budget, outer)
+            await _call(fw, obs, "followup", cell["followup"], budget, outer)
+        except BaseException as exc:  # the outer deadline (or a bug): record the unfinished steps, then close
+            pending = exc
+            obs.data.update(obs.snapshot(None if isinstance(exc, cancelled) else exc))
+        watch = obs.begin("close")
+        try:
+            await stack.aclose()
+        except BaseException as exc:
+            if exc is pending or (outer.cancel_called and isinstance(exc, cancelled)):
+                raise
+            obs.end("close", observe.step(watch, exc))
+        else:
+            obs.end("close", observe.step(watch))
+        if pending is not None:
+            raise pending
+
+
+def main(argv: list[str], started: float, package: str, close_reserve_s: float,
+         options: Mapping[str, type], make: MakeFramework) -> int:
+    """Run one cell (``argv``: the adapter, the cell file, the observation file); always 0 once written.
+
+    ``package``: the distribution whose version is recorded; ``close_reserve_s``: the seconds the
+    framework's shutdown needs; ``options``: the options the adapter understands (any other stops
+    it with exit status 2); ``make(cell, obs)``: the :class:`Framework` for the cell."""
+    if len(argv) != 3:
+        observe.fail("usage: adapter.py <cell.json> <observation.json>")
+    cell = observe.read_cell(argv[1])
+    observe.check_options(cell["options"], options)
+    transport = cell.get("transport", "stdio")
+    if transport != "stdio":
+        observe.fail(f"transport {transport!r} is not supported by this adapter (stdio)")
+    for call in [*cell["calls"], cell["followup"]]:
+        if "cancel_after_ms" in call:
+            observe.fail("cancel_after_ms is not supported by the framework adapters (schema family only)")
+    out = argv[2]
+    obs = observe.Observation(cell, package)
+    fw = make(cell, obs)
+    budget = observe.Budget.of(cell, started, close_reserve_s)
+    watchdog = observe.Watchdog(budget.final, lambda: obs.save(out))
+    escaped: BaseException | None = None
+    try:
+        anyio.run(drive, cell, obs, budget, fw)
+    except BaseException as exc:  # the framework crashed the driver: record where, exit 0 anyway
+        escaped = exc
+        traceback.print_exc()
+    watchdog.cancel()
+    obs.save(out, escaped)
+    killed = observe.kill_children()  # a server left behind by a close the deadline cut short
+    if killed:
+        print(f"adapter: killed child process(es) left after close {killed}", file=sys.stderr, flush=True)
+    return 0
+
+
+def stdio_command(cell: dict[str, Any]) -> tuple[str, list[str], dict[str, str] | None]:
+    """The cell's server as ``(command, args, env)``; ``env`` is ``None`` when the cell adds nothing
+    (the stdio client then builds its default environment)."""
+    server = cell["server"]
+    env = {str(k): str(v) for k, v in (server.get("env") or {}).items()} or None
+    return str(server["command"]), [str(arg) for arg in server.get("args") or []], env

@@ -1,0 +1,188 @@
+/**
+ * mastra adapter: Mastra, MCP tools from `@mastra/mcp` `MCPClient` in a `@mastra/core` `Agent`.
+ *
+ *   node adapter.mjs <cell.json> <observation.json>      (cwd = this directory)
+ *
+ * `MCPClient` (its MCP client is `@modelcontextprotocol/sdk` v1) with one stdio server, `timeout`
+ * = `call_timeout_ms` (initialize, tools/list and every tools/call). The `initialize` step is
+ * `getConnectedClientForServer()`, the connect that `getTools()` makes first (TypeScript-private,
+ * no public connect exists); `getTools()` then lists and wraps the tools, namespaced
+ * `<server>_<tool>`, so the scripted model asks for `reference_<tool>`. Each cell call and the
+ * follow-up is one `agent.generate(prompt, {maxSteps: 3})` of an `Agent` whose model is a
+ * scripted AI SDK `LanguageModelV2` (the model interface `@mastra/core` drives through the AI
+ * SDK v5 it bundles as `ai-v5`; written here because `ai-v5/test`'s `MockLanguageModelV2` imports
+ * `msw`, a dev dependency that is not installed, and Mastra's own `test-utils/llm-mock` emits
+ * text only): its first call streams one `tool-call` part (id `call-1`), its second records the
+ * prompt and streams text (`doGenerate` answers the same script). The model
+ * view is the `tool-result` part of the last (`role: "tool"`) message of that second prompt.
+ * Mastra's telemetry and AI tracing are not configured (no `Mastra` instance), so nothing is
+ * exported.
+ *
+ * Conversion (read in the installed source):
+ *  - `node_modules/@mastra/mcp/dist/index.js` `InternalMastraMCPClient.tools()`, the `execute`
+ *    closure of each `createTool`: `callTool` with `CallToolResultSchema`; **if
+ *    `structuredContent !== undefined` it returns the structuredContent alone**, otherwise the
+ *    whole CallToolResult (content, isError, ...). The tool also carries the MCP outputSchema
+ *    (`convertOutputSchema`, converted to zod), which `@mastra/core` `createTool` validates
+ *    the returned value against;
+ *  - `node_modules/@mastra/core/dist/chunk-BBE22VBK.js` `CoreToolBuilder.createExecute` (the
+ *    wrapper the agent loop calls): an error the tool throws (e.g. the MCP SDK's `McpError` for
+ *    a structuredContent that fails the outputSchema) is caught and **returned** as a
+ *    `MastraError` (`TOOL_EXECUTION_FAILED`), i.e. as an ordinary tool result;
+ *  - `@mastra/core`'s message list then hands the returned value to the model as a
+ *    `tool-result` part whose `output` is `{type: "json", value}` (the value serialized as
+ *    `JSON.stringify` would: a `MastraError` through its `toJSON()`: message, details, code).
+ *    Only a tool call without any result (all calls of the step failed) would stop the loop;
+ *    an `error-text` / `error-json` output type is the error marker read into `error_flag`.
+ *
+ * Options: none.
+ */
+
+import { Agent } from '@mastra/core/agent';
+import { MCPClient } from '@mastra/mcp';
+
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, runFramework } from '../_support/agents_js.mjs';
+
+process.env.MASTRA_TELEMETRY_DISABLED = 'true';
+
+const SERVER = 'reference';
+const USAGE = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+
+/** Record what the MCP client reports out of band (`onerror`), keeping the handler in place. */
+function captureOnerror(target, reportError) {
+  if (!target) return;
+  const previous = target.onerror;
+  target.onerror = function capturedOnerror(error) {
+    reportError(error);
+    if (typeof previous === 'function') return previous.call(this, error);
+    return undefined;
+  };
+}
+
+async function connect({ cell, reportError }) {
+  const mcp = new MCPClient({
+    id: `matrix-${process.pid}`,
+    servers: {
+      [SERVER]: {
+        command: cell.server.command,
+        args: cell.server.args ?? [],
+        env: cell.server.env ?? {},
+        timeout: cell.call_timeout_ms,
+      },
+    },
+    timeout: cell.call_timeout_ms,
+  });
+  const internal = await mcp.getConnectedClientForServer(SERVER);
+  captureOnerror(internal?.client, reportError);
+  captureOnerror(internal?.transport, reportError);
+  return { mcp, tools: null };
+}
+
+async function listTools(handle) {
+  handle.tools = await handle.mcp.getTools();
+  return Object.keys(handle.tools);
+}
+
+/** A ReadableStream of `parts` (what `convertArrayToReadableStream` of the AI SDK test utils does). */
+function readableOf(parts) {
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(part);
+      controller.close();
+    },
+  });
+}
+
+/**
+ * A scripted AI SDK `LanguageModelV2`, the shape of `ai-v5/test`'s `MockLanguageModelV2`: every
+ * call's options (`prompt`, `tools`, ...) are recorded in `doStreamCalls` / `doGenerateCalls`.
+ */
+class ScriptedLanguageModelV2 {
+  constructor({ doStream, doGenerate }) {
+    this.specificationVersion = 'v2';
+    this.provider = 'scripted';
+    this.modelId = 'scripted-model';
+    this.supportedUrls = {};
+    this.doStreamCalls = [];
+    this.doGenerateCalls = [];
+    this.doStream = async (options) => {
+      this.doStreamCalls.push(options);
+      return doStream(options);
+    };
+    this.doGenerate = async (options) => {
+      this.doGenerateCalls.push(options);
+      return doGenerate(options);
+    };
+  }
+}
+
+function scriptedModel(toolName, args) {
+  const turn = (n) => (n === 1
+    ? [
+      { type: 'stream-start', warnings: [] },
+      { type: 'tool-call', toolCallId: TOOL_CALL_ID, toolName, input: JSON.stringify(args) },
+      { type: 'finish', finishReason: 'tool-calls', usage: USAGE },
+    ]
+    : [
+      { type: 'stream-start', warnings: [] },
+      { type: 'text-start', id: 'text-1' },
+      { type: 'text-delta', id: 'text-1', delta: FINAL_TEXT },
+      { type: 'text-end', id: 'text-1' },
+      { type: 'finish', finishReason: 'stop', usage: USAGE },
+    ]);
+  const model = new ScriptedLanguageModelV2({
+    doStream: async () => ({ stream: readableOf(turn(model.doStreamCalls.length)) }),
+    doGenerate: async () => {
+      const parts = turn(model.doGenerateCalls.length);
+      return {
+        content: parts.filter((p) => p.type === 'tool-call').concat(
+          parts.some((p) => p.type === 'text-delta') ? [{ type: 'text', text: FINAL_TEXT }] : [],
+        ),
+        finishReason: parts.at(-1).finishReason,
+        usage: USAGE,
+        warnings: [],
+      };
+    },
+  });
+  return model;
+}
+
+async function runCall(handle, call, _ctx, signal) {
+  const toolName = `${SERVER}_${call.name}`;
+  const model = scriptedModel(toolName, call.arguments);
+  const agent = new Agent({ name: 'matrix', instructions: 'Call the tool as scripted.', model, tools: handle.tools });
+  const output = await agent.generate(PROMPT, { maxSteps: 3, ...(signal ? { abortSignal: signal } : {}) });
+  const calls = [...model.doStreamCalls, ...model.doGenerateCalls];
+  const second = calls[1];
+  if (!second) {
+    throw new Error(`the scripted model was not called a second time (finishReason ${JSON.stringify(output?.finishReason)}, error ${output?.error})`);
+  }
+  const toolMessage = second.prompt.at(-1);
+  const part = toolMessage?.role === 'tool'
+    ? toolMessage.content.find((p) => p.type === 'tool-result' && p.toolCallId === TOOL_CALL_ID)
+    : undefined;
+  const executed = (output?.toolResults ?? []).find((r) => (r.payload?.toolCallId ?? r.toolCallId) === TOOL_CALL_ID);
+  const outputType = part?.output?.type;
+  return {
+    result: executed ? (executed.payload?.result ?? executed.result ?? executed.output) : null,
+    model_view: modelView({
+      value: part ? part.output : null,
+      errorFlag: part ? outputType === 'error-text' || outputType === 'error-json' : null,
+      errorFlagField: 'tool-result.output.type',
+      message: toolMessage ?? null,
+    }),
+  };
+}
+
+runFramework({
+  name: 'mastra',
+  package: '@mastra/mcp',
+  adapterUrl: import.meta.url,
+  options: {},
+  framework: {
+    connect,
+    listTools,
+    runCall,
+    close: ({ mcp }) => mcp.disconnect(),
+  },
+});

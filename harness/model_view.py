@@ -1,0 +1,186 @@
+"""What the model reads: the channel of a framework's tool output, derived from the evidence.
+
+A framework adapter captures ``model_view.value``, the tool output exactly as the model receives
+it (``docs/adapters.md``, *Framework adapters*). This module compares that value with the result
+the server sent (from its journal) and names the **channel** it came from:
+
+- ``empty``: nothing to read: no string with text and no number anywhere (``null``, ``""``,
+  ``[]``, a text part whose text is ``"[]"``);
+- ``text``: the server's text block(s) (verbatim, or parsed when the text is JSON and differs from
+  the structured content), and not the structured content;
+- ``structured``: the server's ``structuredContent`` (as a JSON value, or serialized in a string),
+  and not the text;
+- ``both``: the text and, separately, the structured content;
+- ``repr``: a language-level dump of the result object (``TextContent(type='text', ...)``) that
+  carries the text or the structured content;
+- ``error-text``: neither, and the value speaks of an error: a message the framework or the SDK
+  produced instead of the server's content (a validation error, an exception text);
+- ``other``: neither, and no error either (a placeholder, a summary).
+
+Where the text block is the JSON of the structured content (every schema case but ``diverge``), a
+string equal to that text counts as the text; the ``diverge`` case, whose text and structured
+content contradict each other, tells the two apart.
+
+``error_seen`` says whether ``isError`` reached the model: the framework's own error marker on the
+tool message (``error_flag``), or the flag itself written into what the model reads
+(``is_error=True``, ``"isError": true``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterator
+
+CHANNELS = ("text", "structured", "both", "repr", "error-text", "other", "empty")
+REPR = re.compile(r"\b[A-Z][A-Za-z]*\((?:[a-z_]+=)")
+ERROR_WORDS = re.compile(r"error|exception|invalid|fail|traceback", re.IGNORECASE)
+ISERROR_LITERAL = re.compile(r"""is_?error['"]?\s*[:=]\s*['"]?true""", re.IGNORECASE)
+EXCERPT = 140
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string inside ``value`` (object keys excluded)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
+def _nodes(value: Any) -> Iterator[Any]:
+    """``value`` and every object and array inside it."""
+    if isinstance(value, (dict, list)):
+        yield value
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _nodes(item)
+
+
+def _layers(value: Any, texts: list[str]) -> list[Any]:
+    """``value``, plus the JSON parsed from every string in it that is not a server text block.
+
+    A framework may serialize the content it hands the model into one JSON string (LangChain.js
+    does); what the model reads is then inside that string.
+    """
+    layers = [value]
+    for string in strings(value):
+        if string in texts or not string.lstrip().startswith(("{", "[")):
+            continue
+        try:
+            parsed = json.loads(string)
+        except ValueError:
+            continue
+        layers.extend(_layers(parsed, texts))
+    return layers
+
+
+def _content_strings(value: Any) -> Iterator[str]:
+    """The strings that carry content (not the ``type`` tags of content parts)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key != "type":
+                yield from _content_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _content_strings(item)
+
+
+def _has_numbers(value: Any) -> bool:
+    return any(isinstance(node, (int, float)) and not isinstance(node, bool)
+               for container in _nodes(value) for node in (container.values() if isinstance(container, dict) else container))
+
+
+def _is_empty(layers: list[Any]) -> bool:
+    """Nothing to read: no content string with text in it, no number, in any layer."""
+    return not any(_has_numbers(layer) or any(text.strip() and text.strip() not in ("[]", "{}", "null", '""')
+                                              for text in _content_strings(layer)) for layer in layers)
+
+
+def sent_texts(sent: dict[str, Any] | None) -> list[str]:
+    """The non-empty text blocks of the result the server sent."""
+    content = (sent or {}).get("content")
+    return [block["text"] for block in content or [] if isinstance(block, dict)
+            and block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]]
+
+
+def _serialized(structured: Any) -> set[str]:
+    """The ways a runtime writes ``structured`` into a string."""
+    forms = {json.dumps(structured), json.dumps(structured, separators=(",", ":")),
+             json.dumps(structured, ensure_ascii=False), repr(structured)}
+    return {form for form in forms if len(form) > 2}
+
+
+def _carries_structured(layers: list[Any], sent: dict[str, Any], texts: list[str]) -> bool:
+    if "structuredContent" not in sent or sent["structuredContent"] is None:
+        return False
+    structured = sent["structuredContent"]
+    if any(node == structured for layer in layers for node in _nodes(layer)):
+        return True
+    forms = _serialized(structured)
+    for string in (string for layer in layers for string in strings(layer)):
+        rest = string
+        for text in texts:
+            rest = rest.replace(text, "")
+        if any(form in rest for form in forms):
+            return True
+        try:
+            if rest.strip() and json.loads(rest) == structured:
+                return True
+        except ValueError:
+            pass
+    return False
+
+
+def _carries_parsed_text(layers: list[Any], sent: dict[str, Any], texts: list[str]) -> bool:
+    """A JSON text block the framework parsed (pydantic-ai does), unless it equals the structured content."""
+    parsed = []
+    for text in texts:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(value, (dict, list)) and value != sent.get("structuredContent"):
+            parsed.append(value)
+    return any(node == value for value in parsed for layer in layers for node in _nodes(layer))
+
+
+def channel(value: Any, sent: dict[str, Any] | None) -> str:
+    """The channel of ``value`` relative to the server's result ``sent`` (see the module docstring)."""
+    texts = sent_texts(sent)
+    layers = _layers(value, texts)
+    if _is_empty(layers):
+        return "empty"
+    found = [string for layer in layers for string in strings(layer)]
+    has_text = any(text in string for text in texts for string in found) or _carries_parsed_text(layers, sent or {}, texts)
+    has_structured = _carries_structured(layers, sent or {}, texts)
+    if (has_text or has_structured) and any(REPR.search(string) for string in found):
+        return "repr"
+    if has_text and has_structured:
+        return "both"
+    if has_text:
+        return "text"
+    if has_structured:
+        return "structured"
+    return "error-text" if any(ERROR_WORDS.search(string) for string in found) else "other"
+
+
+def error_seen(view: dict[str, Any]) -> bool:
+    """Whether ``isError`` reached the model: the framework's marker, or the flag in the value."""
+    if view.get("error_flag") is True:
+        return True
+    value = view.get("value")
+    flagged = any(isinstance(node, dict) and (node.get("isError") is True or node.get("is_error") is True)
+                  for node in _nodes(value))
+    return flagged or any(ISERROR_LITERAL.search(string) for string in strings(value))
+
+
+def excerpt(value: Any, limit: int = EXCERPT) -> str:
+    """A one-line excerpt of what the model reads."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
