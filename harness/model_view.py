@@ -34,7 +34,10 @@ from typing import Any, Iterator
 
 CHANNELS = ("text", "structured", "both", "repr", "error-text", "other", "empty")
 REPR = re.compile(r"\b[A-Z][A-Za-z]*\((?:[a-z_]+=)")
-ERROR_WORDS = re.compile(r"error|exception|invalid|fail|traceback", re.IGNORECASE)
+ERROR_WORDS = re.compile(r"error|exception|invalid|fail|traceback|did not|cannot|could not|unable|unexpected",
+                         re.IGNORECASE)
+ERROR_FIELD = re.compile(r"""['"]?is_?error['"]?\s*[:=]\s*\w+""", re.IGNORECASE)
+"""An ``isError``/``is_error`` field in a dump: not an error message by itself."""
 ISERROR_LITERAL = re.compile(r"""is_?error['"]?\s*[:=]\s*['"]?true""", re.IGNORECASE)
 EXCERPT = 140
 
@@ -137,7 +140,8 @@ def _carries_structured(layers: list[Any], sent: dict[str, Any], texts: list[str
 
 
 def _carries_parsed_text(layers: list[Any], sent: dict[str, Any], texts: list[str]) -> bool:
-    """A JSON text block the framework parsed (pydantic-ai does), unless it equals the structured content."""
+    """A JSON text block the framework parsed (and may have re-serialized: pydantic-ai and smolagents
+    do), unless it equals the structured content."""
     parsed = []
     for text in texts:
         try:
@@ -146,7 +150,10 @@ def _carries_parsed_text(layers: list[Any], sent: dict[str, Any], texts: list[st
             continue
         if isinstance(value, (dict, list)) and value != sent.get("structuredContent"):
             parsed.append(value)
-    return any(node == value for value in parsed for layer in layers for node in _nodes(layer))
+    if any(node == value for value in parsed for layer in layers for node in _nodes(layer)):
+        return True
+    forms = {form for value in parsed for form in _serialized(value)}
+    return any(form in string for layer in layers for string in strings(layer) for form in forms)
 
 
 def channel(value: Any, sent: dict[str, Any] | None) -> str:
@@ -166,7 +173,7 @@ def channel(value: Any, sent: dict[str, Any] | None) -> str:
         return "text"
     if has_structured:
         return "structured"
-    return "error-text" if any(ERROR_WORDS.search(string) for string in found) else "other"
+    return "error-text" if any(ERROR_WORDS.search(ERROR_FIELD.sub("", string)) for string in found) else "other"
 
 
 def error_seen(view: dict[str, Any]) -> bool:

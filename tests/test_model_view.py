@@ -37,6 +37,8 @@ ISERROR = {"content": [{"type": "text", "text": ERROR_TEXT}], "isError": True}
     ([], "empty"),
     (None, "empty"),
     ("[non-text content omitted]", "other"),
+    # llama-index: the SDK's message when the structured content is missing
+    ("Tool get_account_balance has an output schema but did not return structured content", "error-text"),
 ])
 def test_channel_of_diverge(value, expected):
     assert model_view.channel(value, DIVERGE) == expected
@@ -52,6 +54,17 @@ def test_a_parsed_json_text_block_counts_as_text():
     no_structured = {"content": [{"type": "text", "text": json.dumps(ACCOUNT)}]}
     assert model_view.channel(ACCOUNT, no_structured) == "text"
     assert model_view.channel(OTHER, DIVERGE) == "text"
+
+
+def test_a_dump_with_an_empty_text_and_is_error_false_is_not_an_error_text():
+    empty = {"content": [{"type": "text", "text": ""}]}
+    dump = "meta=None content=[TextContent(type='text', text='', annotations=None, meta=None)] is_error=False"
+    assert model_view.channel(dump, empty) == "other"
+
+
+def test_a_python_repr_of_a_parsed_json_text_counts_as_text():
+    no_structured = {"content": [{"type": "text", "text": json.dumps(ACCOUNT)}]}
+    assert model_view.channel([{"type": "text", "text": f"Observation:\n{ACCOUNT!r}"}], no_structured) == "text"
 
 
 def test_error_seen_by_marker_or_by_the_flag_in_the_value():

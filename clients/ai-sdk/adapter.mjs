@@ -41,7 +41,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { createMCPClient } from '@ai-sdk/mcp';
 import { Experimental_StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, errorRecord, modelView, runFramework } from '../_support/agents_js.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, errorRecord, modelView, runFramework } from '../_support/framework_driver.mjs';
 
 const USAGE = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },

@@ -1,7 +1,7 @@
 """Adapter for FastMCP's client (``fastmcp.Client``): the parsed value FastMCP hands an application.
 
 Usage: ``python adapter.py <cell.json> <observation.json>`` (see docs/adapters.md, "Framework
-adapters: the model view"; the steps and deadlines are ``_support/agents_py_a.py``'s).
+adapters: the model view"; the steps and deadlines are ``_support/framework_driver.py``'s).
 
 FastMCP's ``Client`` is not an agent framework: it has no agent loop and no model (pydantic-ai's
 ``MCPToolset`` is the agent built on it, see the ``pydantic-ai`` adapter). This adapter records the
@@ -42,7 +42,7 @@ import sys  # noqa: E402
 from contextlib import AsyncExitStack  # noqa: E402
 from typing import Any  # noqa: E402
 
-import agents_py_a  # noqa: E402
+import framework_driver  # noqa: E402
 import observe  # noqa: E402
 import pydantic_core  # noqa: E402
 from fastmcp import Client  # noqa: E402
@@ -66,7 +66,7 @@ class FastMCP:
             if isinstance(message, Exception):
                 obs.transport_error(message)
 
-        command, args, env = agents_py_a.stdio_command(cell)
+        command, args, env = framework_driver.stdio_command(cell)
         timeout = cell["call_timeout_ms"] / 1000.0
         self.client = Client(StdioTransport(command=command, args=args, env=env, keep_alive=False),
                              timeout=timeout, init_timeout=timeout, message_handler=on_message)
@@ -92,11 +92,11 @@ class FastMCP:
         }
         return {
             "result": whole,
-            "model_view": agents_py_a.model_view(_json_form(result.data), bool(result.is_error),
+            "model_view": framework_driver.model_view(_json_form(result.data), bool(result.is_error),
                                                  "CallToolResult.is_error",
                                                  {**whole, "data_repr": repr(result.data)}),
         }
 
 
 if __name__ == "__main__":
-    sys.exit(agents_py_a.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, FastMCP))
+    sys.exit(framework_driver.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, FastMCP))

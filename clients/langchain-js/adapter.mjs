@@ -37,7 +37,7 @@ import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { createAgent } from 'langchain';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, normalizeIds, runFramework } from '../_support/agents_js.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, normalizeIds, runFramework } from '../_support/framework_driver.mjs';
 
 for (const key of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGCHAIN_TRACING']) process.env[key] = 'false';
 

@@ -2,7 +2,7 @@
 tool result.
 
 Usage: ``python adapter.py <cell.json> <observation.json>`` (see docs/adapters.md, "Framework
-adapters: the model view"; the steps and deadlines are ``_support/agents_py_a.py``'s).
+adapters: the model view"; the steps and deadlines are ``_support/framework_driver.py``'s).
 
 - Connect: ``MultiServerMCPClient({"reference": {"transport": "stdio", ...}})`` and one persistent
   session, ``client.session("reference", auto_initialize=False)`` followed by the session's
@@ -25,7 +25,7 @@ adapters: the model view"; the steps and deadlines are ``_support/agents_py_a.py
   turns into a ``ToolMessage`` with ``status="error"``. Verified in langchain-mcp-adapters 0.3.2.
 - ``model_view.value`` is ``ToolMessage.content``; ``error_flag`` is ``ToolMessage.status ==
   "error"``. The random ids (LangChain's block ids ``lc_<uuid4>``, LangGraph's message ids) are
-  normalized to ``lc_id-0``, ``id-1``, ... (``agents_py_a.normalize_ids``) in the value, the message
+  normalized to ``lc_id-0``, ``id-1``, ... (``framework_driver.normalize_ids``) in the value, the message
   and the result. ``result`` is the tool's output as the agent's
   final state holds it: ``{"content": ..., "artifact": ...}`` of that ``ToolMessage``.
 
@@ -48,7 +48,7 @@ from typing import Any  # noqa: E402
 for _name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"):
     os.environ[_name] = "false"
 
-import agents_py_a  # noqa: E402
+import framework_driver  # noqa: E402
 import observe  # noqa: E402
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel  # noqa: E402
@@ -79,7 +79,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
 
 
 def _tool_message(messages: list[BaseMessage]) -> ToolMessage | None:
-    found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == agents_py_a.CALL_ID]
+    found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == framework_driver.CALL_ID]
     return found[-1] if found else None
 
 
@@ -89,7 +89,7 @@ class LangChain:
             if isinstance(message, Exception):
                 obs.transport_error(message)
 
-        command, args, env = agents_py_a.stdio_command(cell)
+        command, args, env = framework_driver.stdio_command(cell)
         connection: dict[str, Any] = {
             "transport": "stdio", "command": command, "args": args,
             "session_kwargs": {"read_timeout_seconds": timedelta(milliseconds=cell["call_timeout_ms"]),
@@ -116,26 +116,26 @@ class LangChain:
     async def run(self, call: dict[str, Any]) -> dict[str, Any]:
         request = AIMessage(content="", tool_calls=[{
             "name": str(call["name"]), "args": call.get("arguments") or {},
-            "id": agents_py_a.CALL_ID, "type": "tool_call"}])
-        model = ScriptedChatModel(responses=[request, AIMessage(content=agents_py_a.FINAL_TEXT)])
+            "id": framework_driver.CALL_ID, "type": "tool_call"}])
+        model = ScriptedChatModel(responses=[request, AIMessage(content=framework_driver.FINAL_TEXT)])
         agent = create_agent(model, self.tools_loaded)
-        state = await agent.ainvoke({"messages": [HumanMessage(agents_py_a.PROMPT)]})
+        state = await agent.ainvoke({"messages": [HumanMessage(framework_driver.PROMPT)]})
         given = _tool_message(model.seen[-1]) if len(model.seen) >= 2 else None
         if given is None:
             raise RuntimeError("adapter: the agent run ended without giving the model a tool result")
         produced = _tool_message(state.get("messages", []))
-        message = agents_py_a.normalize_ids(given.model_dump(mode="json"))
+        message = framework_driver.normalize_ids(given.model_dump(mode="json"))
         result = None
         if produced is not None:
-            result = agents_py_a.normalize_ids(
-                {"content": agents_py_a.jsonable(produced.content), "artifact": agents_py_a.jsonable(produced.artifact)})
+            result = framework_driver.normalize_ids(
+                {"content": framework_driver.jsonable(produced.content), "artifact": framework_driver.jsonable(produced.artifact)})
         return {
             "result": result,
-            "model_view": agents_py_a.model_view(
-                agents_py_a.normalize_ids(agents_py_a.jsonable(given.content)),
+            "model_view": framework_driver.model_view(
+                framework_driver.normalize_ids(framework_driver.jsonable(given.content)),
                 given.status == "error", "ToolMessage.status", message),
         }
 
 
 if __name__ == "__main__":
-    sys.exit(agents_py_a.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, LangChain))
+    sys.exit(framework_driver.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, LangChain))

@@ -41,7 +41,7 @@
 import { Agent } from '@mastra/core/agent';
 import { MCPClient } from '@mastra/mcp';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, runFramework } from '../_support/agents_js.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, runFramework } from '../_support/framework_driver.mjs';
 
 process.env.MASTRA_TELEMETRY_DISABLED = 'true';
 

@@ -34,7 +34,7 @@
 import { Agent, MCPServerStdio, run, setTracingDisabled } from '@openai/agents';
 import { ScriptedModel, assistantMessage, functionCall } from '@openai/agents/testing';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, errorRecord, modelView, runFramework } from '../_support/agents_js.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, errorRecord, modelView, runFramework } from '../_support/framework_driver.mjs';
 
 setTracingDisabled(true);
 

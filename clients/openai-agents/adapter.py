@@ -1,7 +1,7 @@
 """Adapter for the OpenAI Agents SDK (``openai-agents``): what the model reads from an MCP tool result.
 
 Usage: ``python adapter.py <cell.json> <observation.json>`` (see docs/adapters.md, "Framework
-adapters: the model view"; the steps and deadlines are ``_support/agents_py_a.py``'s).
+adapters: the model view"; the steps and deadlines are ``_support/framework_driver.py``'s).
 
 - Connect: ``agents.mcp.MCPServerStdio(params, use_structured_content=...,
   client_session_timeout_seconds=call_timeout_ms / 1000)``, entered as an async context manager
@@ -45,7 +45,7 @@ from typing import Any  # noqa: E402
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
-import agents_py_a  # noqa: E402
+import framework_driver  # noqa: E402
 import observe  # noqa: E402
 from agents import Agent, RunConfig, Runner, set_tracing_disabled  # noqa: E402
 from agents.items import ToolCallOutputItem  # noqa: E402
@@ -85,7 +85,7 @@ class OpenAIAgents:
             if isinstance(message, Exception):
                 obs.transport_error(message)
 
-        command, args, env = agents_py_a.stdio_command(cell)
+        command, args, env = framework_driver.stdio_command(cell)
         params: dict[str, Any] = {"command": command, "args": args}
         if env is not None:
             params["env"] = env
@@ -111,24 +111,24 @@ class OpenAIAgents:
 
     async def run(self, call: dict[str, Any]) -> dict[str, Any]:
         model = ScriptedModel([
-            [function_call(str(call["name"]), call.get("arguments") or {}, call_id=agents_py_a.CALL_ID)],
-            [assistant_message(agents_py_a.FINAL_TEXT)],
+            [function_call(str(call["name"]), call.get("arguments") or {}, call_id=framework_driver.CALL_ID)],
+            [assistant_message(framework_driver.FINAL_TEXT)],
         ])
         agent = Agent(name="adapter", model=model, mcp_servers=[self.server])
         self.server.raised.clear()
-        result = await Runner.run(agent, agents_py_a.PROMPT, run_config=RunConfig(tracing_disabled=True))
+        result = await Runner.run(agent, framework_driver.PROMPT, run_config=RunConfig(tracing_disabled=True))
         last = model.last_call
         items = last.input if last is not None and isinstance(last.input, list) else []
         outputs = [_plain(item) for item in items]
         outputs = [item for item in outputs if isinstance(item, dict) and item.get("type") == "function_call_output"
-                   and item.get("call_id") == agents_py_a.CALL_ID]
+                   and item.get("call_id") == framework_driver.CALL_ID]
         if len(model.calls) < 2 or not outputs:
             raise RuntimeError("adapter: the agent run ended without giving the model a tool result")
         message = outputs[-1]
         produced = [item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)]
         entry = {
-            "result": agents_py_a.jsonable(_plain(produced[-1])) if produced else None,
-            "model_view": agents_py_a.model_view(message.get("output"), None, None, agents_py_a.jsonable(message)),
+            "result": framework_driver.jsonable(_plain(produced[-1])) if produced else None,
+            "model_view": framework_driver.model_view(message.get("output"), None, None, framework_driver.jsonable(message)),
         }
         if self.server.raised:
             entry["tool_raised"] = self.server.raised[-1]
@@ -136,4 +136,4 @@ class OpenAIAgents:
 
 
 if __name__ == "__main__":
-    sys.exit(agents_py_a.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, OpenAIAgents))
+    sys.exit(framework_driver.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, OpenAIAgents))

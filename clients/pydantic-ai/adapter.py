@@ -1,7 +1,7 @@
 """Adapter for pydantic-ai (``pydantic-ai-slim[mcp]``): what the model reads from an MCP tool result.
 
 Usage: ``python adapter.py <cell.json> <observation.json>`` (see docs/adapters.md, "Framework
-adapters: the model view"; the steps and deadlines are ``_support/agents_py_a.py``'s).
+adapters: the model view"; the steps and deadlines are ``_support/framework_driver.py``'s).
 
 - Connect: ``pydantic_ai.mcp.MCPToolset`` (pydantic-ai 2.x removed the v1 ``MCPServerStdio``; the
   toolset is built on FastMCP's ``Client``) over ``fastmcp.client.transports.StdioTransport``
@@ -42,7 +42,7 @@ import sys  # noqa: E402
 from contextlib import AsyncExitStack  # noqa: E402
 from typing import Any  # noqa: E402
 
-import agents_py_a  # noqa: E402
+import framework_driver  # noqa: E402
 import observe  # noqa: E402
 from fastmcp.client.transports import StdioTransport  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
@@ -74,7 +74,7 @@ class PydanticAI:
             if isinstance(message, Exception):
                 obs.transport_error(message)
 
-        command, args, env = agents_py_a.stdio_command(cell)
+        command, args, env = framework_driver.stdio_command(cell)
         self._produced: list[dict[str, Any]] = []
         self.toolset = MCPToolset(
             StdioTransport(command=command, args=args, env=env, keep_alive=False),
@@ -108,15 +108,15 @@ class PydanticAI:
 
         def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             last = messages[-1]
-            parts = [p for p in last.parts if getattr(p, "tool_call_id", None) == agents_py_a.CALL_ID] \
+            parts = [p for p in last.parts if getattr(p, "tool_call_id", None) == framework_driver.CALL_ID] \
                 if isinstance(last, ModelRequest) else []
             if not parts:  # turn one
-                return ModelResponse(parts=[ToolCallPart(name, arguments, tool_call_id=agents_py_a.CALL_ID)])
+                return ModelResponse(parts=[ToolCallPart(name, arguments, tool_call_id=framework_driver.CALL_ID)])
             seen.extend(parts)  # turn two: the tool-result message the model is given
-            return ModelResponse(parts=[TextPart(agents_py_a.FINAL_TEXT)])
+            return ModelResponse(parts=[TextPart(framework_driver.FINAL_TEXT)])
 
         self._produced.clear()
-        await Agent(FunctionModel(script), toolsets=[self.toolset]).run(agents_py_a.PROMPT)
+        await Agent(FunctionModel(script), toolsets=[self.toolset]).run(framework_driver.PROMPT)
         if not seen:
             raise RuntimeError("adapter: the agent run ended without giving the model a tool result")
         part = seen[-1]
@@ -128,8 +128,8 @@ class PydanticAI:
             message["model_response_str"] = part.model_response_str()
         entry: dict[str, Any] = {
             "result": None,
-            "model_view": agents_py_a.model_view(
-                agents_py_a.jsonable(content),
+            "model_view": framework_driver.model_view(
+                framework_driver.jsonable(content),
                 None if outcome is None else outcome in ERROR_OUTCOMES,
                 "ToolReturnPart.outcome" if outcome is not None else None,
                 message,
@@ -137,11 +137,11 @@ class PydanticAI:
         }
         produced = self._produced[-1] if self._produced else {}
         if "returned" in produced:
-            entry["result"] = agents_py_a.jsonable(produced["returned"])
+            entry["result"] = framework_driver.jsonable(produced["returned"])
         elif "raised" in produced:
             entry["tool_raised"] = produced["raised"]
         return entry
 
 
 if __name__ == "__main__":
-    sys.exit(agents_py_a.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, PydanticAI))
+    sys.exit(framework_driver.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, PydanticAI))

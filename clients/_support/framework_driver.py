@@ -6,7 +6,7 @@ It imports ``anyio``, which every one of those venvs has (the frameworks run on 
 
 Contract (docs/adapters.md, "Framework adapters: the model view"): an adapter holds only what is
 specific to its framework, a :class:`Framework`, and ends with
-``sys.exit(agents_py_a.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, make))``
+``sys.exit(framework_driver.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, OPTIONS, make))``
 (``PACKAGE``: the distribution whose installed version is recorded; ``CLOSE_RESERVE_S``: the
 seconds the framework's own shutdown needs). The framework object ``make(cell, obs)`` returns:
 

@@ -23,7 +23,7 @@
  * observe.mjs `createRun` writes the facts gathered so far; every child process still alive at the
  * end (the stdio server the framework spawned) is SIGKILLed ({@link killChildren}).
  *
- * @module agents_js
+ * @module framework_driver
  */
 
 import fs from 'node:fs';
