@@ -62,8 +62,10 @@ def _followup(observation: dict[str, Any] | None) -> str:
     if not followup:
         return "none"
     view = followup.get("model_view")
-    if view is not None:  # a framework: the follow-up's text must reach the model, not as an error
-        reached = followup.get("status") == "returned" and FOLLOWUP_TEXT in " ".join(model_view.strings(view.get("value")))
+    if view is not None:  # a framework: the follow-up's text came back (to the model, or in the
+        # framework's tool result, e.g. FastMCP's content when its parsed ``data`` is null), not as an error
+        returned_text = " ".join([*model_view.strings(view.get("value")), *model_view.strings(followup.get("result"))])
+        reached = followup.get("status") == "returned" and FOLLOWUP_TEXT in returned_text
         return "ok" if reached and view.get("error_flag") is not True else "failed"
     result = followup.get("result") if followup.get("status") == "returned" else None
     content = (result or {}).get("content") if isinstance(result, dict) else None

@@ -80,17 +80,30 @@ def _layers(value: Any, texts: list[str]) -> list[Any]:
     return layers
 
 
-def _content_strings(value: Any) -> Iterator[str]:
-    """The strings that carry content (not the ``type`` tags of content parts)."""
+NOT_CONTENT = {"type", "id", "tool_call_id", "toolCallId"}
+"""Keys whose strings tag or name a part rather than carry what the model reads."""
+
+
+def _is_json_container(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), (dict, list))
+    except ValueError:
+        return False
+
+
+def _content_strings(value: Any, texts: list[str]) -> Iterator[str]:
+    """The strings that carry content: not tags and ids, and not the JSON strings that
+    :func:`_layers` expanded (their parsed layer counts instead)."""
     if isinstance(value, str):
-        yield value
+        if value in texts or not _is_json_container(value):
+            yield value
     elif isinstance(value, dict):
         for key, item in value.items():
-            if key != "type":
-                yield from _content_strings(item)
+            if key not in NOT_CONTENT:
+                yield from _content_strings(item, texts)
     elif isinstance(value, list):
         for item in value:
-            yield from _content_strings(item)
+            yield from _content_strings(item, texts)
 
 
 def _has_numbers(value: Any) -> bool:
@@ -98,10 +111,10 @@ def _has_numbers(value: Any) -> bool:
                for container in _nodes(value) for node in (container.values() if isinstance(container, dict) else container))
 
 
-def _is_empty(layers: list[Any]) -> bool:
+def _is_empty(layers: list[Any], texts: list[str]) -> bool:
     """Nothing to read: no content string with text in it, no number, in any layer."""
     return not any(_has_numbers(layer) or any(text.strip() and text.strip() not in ("[]", "{}", "null", '""')
-                                              for text in _content_strings(layer)) for layer in layers)
+                                              for text in _content_strings(layer, texts)) for layer in layers)
 
 
 def sent_texts(sent: dict[str, Any] | None) -> list[str]:
@@ -160,7 +173,7 @@ def channel(value: Any, sent: dict[str, Any] | None) -> str:
     """The channel of ``value`` relative to the server's result ``sent`` (see the module docstring)."""
     texts = sent_texts(sent)
     layers = _layers(value, texts)
-    if _is_empty(layers):
+    if _is_empty(layers, texts):
         return "empty"
     found = [string for layer in layers for string in strings(layer)]
     has_text = any(text in string for text in texts for string in found) or _carries_parsed_text(layers, sent or {}, texts)

@@ -34,6 +34,8 @@ ISERROR = {"content": [{"type": "text", "text": ERROR_TEXT}], "isError": True}
     # the framework's own message in place of the result
     ("An error occurred while running the tool. Please try again.", "error-text"),
     ({"type": "text", "text": "[]"}, "empty"),
+    ([{"type": "text", "text": "", "id": "lc_id-0"}], "empty"),
+    ('{"content":[{"type":"text","text":""}]}', "empty"),
     ([], "empty"),
     (None, "empty"),
     ("[non-text content omitted]", "other"),
