@@ -74,6 +74,6 @@ def test_error_seen_by_marker_or_by_the_flag_in_the_value():
     assert model_view.channel(plain["value"], ISERROR) == "text"
     assert model_view.error_seen(plain) is False
     assert model_view.error_seen({**plain, "error_flag": True}) is True
-    assert model_view.error_seen({"value": f"content=[...] is_error=True", "error_flag": None}) is True
+    assert model_view.error_seen({"value": "content=[...] is_error=True", "error_flag": None}) is True
     assert model_view.error_seen({"value": {"content": [], "isError": True}, "error_flag": False}) is True
     assert model_view.error_seen({"value": {"content": [], "isError": False}, "error_flag": False}) is False

@@ -28,10 +28,11 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
-import { checkOptions, createRun, errorRecord, installedVersion, readCell } from './observe.mjs';
+import {
+  adapterArgs, cancelAfter, checkCancelAfter, closeStep, createRun, errorRecord, installedVersion,
+} from './observe.mjs';
 
 export { errorRecord };
 
@@ -242,30 +243,10 @@ export function normalizeIds(value) {
  *          framework: Framework}} adapter
  */
 export function runFramework({ name, package: pkg, adapterUrl, options: known, framework }) {
-  const log = (message) => process.stderr.write(`${name} adapter: ${message}\n`);
-  const fail = (message) => {
-    log(message);
-    process.exit(2);
-  };
-
-  const [cellPath, obsPath] = process.argv.slice(2);
-  if (!cellPath || !obsPath) fail('usage: node adapter.mjs <cell.json> <observation.json>');
-  let cell;
-  let options;
-  try {
-    cell = readCell(cellPath);
-    options = checkOptions(cell.options, known);
-  } catch (err) {
-    fail(err.message);
-  }
+  const { cell, options, obsPath, log, fail } = adapterArgs(name, known);
   if (cell.transport !== 'stdio') fail(`transport ${JSON.stringify(cell.transport)} is not supported (stdio only)`);
   if (typeof cell.server?.command !== 'string') fail('transport stdio needs server.command');
-  for (const call of [...cell.calls, ...(cell.followup ? [cell.followup] : [])]) {
-    const after = call.cancel_after_ms;
-    if (after !== undefined && after !== null && !(Number.isInteger(after) && after >= 0)) {
-      fail(`cancel_after_ms: expected a non-negative integer, got ${JSON.stringify(after)}`);
-    }
-  }
+  checkCancelAfter([...cell.calls, ...(cell.followup ? [cell.followup] : [])], fail);
 
   const run = createRun({
     obsPath,
@@ -286,33 +267,22 @@ export function runFramework({ name, package: pkg, adapterUrl, options: known, f
 async function callStep(framework, handle, ctx, run, call, place) {
   const step = run.begin('call', { tool: call.name });
   place(step.record);
-  const after = call.cancel_after_ms;
-  let signal;
-  let timer;
-  let issuedAt = null;
-  if (after !== undefined && after !== null) {
-    const controller = new AbortController();
-    signal = controller.signal;
-    timer = setTimeout(() => {
-      issuedAt = step.elapsed();
-      controller.abort();
-    }, after);
-  }
-  const cancelled = () => (after === undefined || after === null ? {} : { cancelled_after_ms: issuedAt });
+  const cancel = cancelAfter(step, call.cancel_after_ms);
   try {
-    const outcome = await framework.runCall(handle, { name: call.name, arguments: call.arguments ?? {} }, ctx, signal);
-    clearTimeout(timer);
+    const outcome = await framework.runCall(handle, { name: call.name, arguments: call.arguments ?? {} }, ctx,
+      cancel.signal);
+    cancel.stop();
     run.settle(step, {
       status: 'returned',
       result: toJson(outcome.result),
       error: null,
       model_view: outcome.model_view,
       ...(outcome.extra ? toJson(outcome.extra) : {}),
-      ...cancelled(),
+      ...cancel.fields(),
     });
   } catch (err) {
-    clearTimeout(timer);
-    run.settle(step, { status: 'raised', result: null, error: errorRecord(err), ...cancelled() });
+    cancel.stop();
+    run.settle(step, { status: 'raised', result: null, error: errorRecord(err), ...cancel.fields() });
   }
 }
 
@@ -352,20 +322,9 @@ async function drive(framework, ctx, run) {
       else obs.followup = { tool: cell.followup.name, status: 'raised', result: null, error: obs.list_tools.error, duration_ms: 0 };
     }
 
-    const close = run.begin('close');
-    obs.close = close.record;
-    const waitMs = Math.max(0, Math.min(CLOSE_WAIT_MS, run.deadline - performance.now() - 200));
-    let timer;
-    const settled = await Promise.race([
-      Promise.resolve().then(() => framework.close(handle)).then(
-        () => run.settle(close, { status: 'ok', error: null }),
-        (err) => run.settle(close, { status: 'raised', error: errorRecord(err) }),
-      ).then(() => true),
-      new Promise((resolve) => { timer = setTimeout(() => resolve(false), waitMs); }),
-    ]);
-    clearTimeout(timer);
+    const { reason } = await closeStep(run, () => framework.close(handle), CLOSE_WAIT_MS);
     killChildren();
-    run.finish(settled ? 'finished' : `close wait bound of ${Math.round(waitMs)} ms`);
+    run.finish(reason);
   }
   killChildren();
   run.finish('finished');

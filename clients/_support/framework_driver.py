@@ -1,8 +1,9 @@
 """The anyio driver shared by the Python agent-framework adapters (pydantic-ai, openai-agents,
-langchain-py, fastmcp), Python >= 3.10.
+langchain-py, fastmcp, llama-index, smolagents, strands, google-adk), Python >= 3.10.
 
 It imports ``anyio``, which every one of those venvs has (the frameworks run on the MCP Python SDK);
-:mod:`observe` stays stdlib-only.
+:mod:`observe` stays stdlib-only. The step primitives are :mod:`anyio_steps`'s, shared with
+``mcp_driver.py``.
 
 Contract (docs/adapters.md, "Framework adapters: the model view"): an adapter holds only what is
 specific to its framework, a :class:`Framework`, and ends with
@@ -13,11 +14,17 @@ seconds the framework's own shutdown needs). The framework object ``make(cell, o
 - ``open(stack)``: connects, entering the framework's MCP server / toolset / client context on
   ``stack`` (an :class:`contextlib.AsyncExitStack`), which spawns the server; returns the
   negotiated protocol version, or ``None`` when the framework does not expose it. Closing the
-  stack is the close step;
+  stack is the close step. A framework that connects lazily (google-adk) builds its objects here
+  and connects in ``tools()``; one whose close is a call rather than a context pushes it
+  (``stack.push_async_callback``);
 - ``tools()``: the framework loading its tool set from the server, the tool names it exposed;
 - ``run(call)``: one run of the framework's own agent loop for one call, with the framework's
   scripted test model; returns ``{"result": ..., "model_view": {...}, ...}`` (extra keys are kept
-  in the call's entry), or raises what the agent run raised.
+  in the call's entry, in their order), or raises what the agent run raised (:class:`NoSecondTurn`
+  when the run ended without the model's second turn).
+
+A framework whose API blocks (it runs its MCP session on a thread of its own: smolagents, strands)
+calls it through :func:`in_thread`, so that the deadlines below still hold.
 
 The steps (initialize, list_tools, the calls, the follow-up, close) run within the cell's
 :class:`observe.Budget`: what the framework raises is recorded as a fact, a step past the steps
@@ -30,17 +37,21 @@ server still alive after the close (a close the deadline cut short) is killed be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
-import time
+import threading
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import observe
+from anyio_steps import attempt, on_anyio_clock
 
 CALL_ID = "call-1"
 """The fixed tool-call id every scripted model uses for its tool request."""
@@ -62,15 +73,60 @@ class Framework(Protocol):
 
 
 MakeFramework = Callable[[dict[str, Any], observe.Observation], Framework]
+T = TypeVar("T")
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` if it serializes as JSON, else its ``repr`` (the contract's rule for ``result``)."""
-    try:
-        json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
+jsonable = observe.jsonable
+"""``value`` if it serializes as JSON, else its ``repr`` (the contract's rule for ``result``)."""
+
+
+class NoSecondTurn(Exception):
+    """Raised by ``run(call)`` when the agent run ended without giving the scripted model its second
+    turn (no tool-result message to capture); recorded as the call's error, type ``NoSecondTurn``."""
+
+    def __init__(self) -> None:
+        super().__init__("the agent run ended without giving the model a second turn")
+
+
+def to_json(value: Any, default: Callable[[Any], Any] = repr, **dump_options: Any) -> Any:
+    """``value`` as JSON (a deep copy): pydantic models by their
+    ``model_dump(mode="json", by_alias=True, **dump_options)``, anything else that is not JSON (or
+    a model whose JSON dump fails) by ``default(obj)``, whose result is converted in turn."""
+
+    def fallback(obj: Any) -> Any:
+        dump = getattr(obj, "model_dump", None)
+        if callable(dump):
+            try:
+                return dump(mode="json", by_alias=True, **dump_options)
+            except Exception:  # noqa: BLE001 - not JSON-dumpable: the adapter's default
+                return default(obj)
+        return default(obj)
+
+    return json.loads(json.dumps(value, ensure_ascii=False, default=fallback))
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` run on a daemon thread of its own and awaited, for a framework whose API blocks.
+
+    A cancelled wait (a deadline) abandons the thread: being a daemon, it keeps neither the event
+    loop nor the process from ending (unlike anyio's worker threads). Needs anyio >= 4.11."""
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # whatever the framework raised is re-raised in the driver
+            box["error"] = exc
+        with contextlib.suppress(Exception):  # the event loop has ended: the driver went on without us
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=target, name=getattr(fn, "__qualname__", "framework"), daemon=True).start()
+    await done.wait()
+    if "error" in box:
+        raise box.pop("error")
+    return box["value"]
 
 
 def normalize_ids(value: Any) -> Any:
@@ -101,35 +157,11 @@ def model_view(value: Any, error_flag: bool | None, error_flag_field: str | None
             "message": message}
 
 
-def _deadline(monotonic_deadline: float) -> float:
-    return anyio.current_time() + (monotonic_deadline - time.monotonic())
-
-
-async def _attempt(what: str, fn: Callable[[], Awaitable[Any]], deadline: float,
-                   outer: anyio.CancelScope) -> tuple[Any, dict[str, Any] | None]:
-    """``(value, None)`` when ``fn()`` returned, ``(None, Error)`` when it raised or the deadline passed."""
-    cancelled = anyio.get_cancelled_exc_class()
-    error: dict[str, Any] | None = None
-    watch = observe.Stopwatch()
-    with anyio.CancelScope(deadline=_deadline(deadline)) as scope:
-        try:
-            return await fn(), None
-        except BaseException as exc:  # every failure of the framework is a fact to record
-            if outer.cancel_called or isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            if scope.cancel_called and isinstance(exc, cancelled):
-                raise  # our deadline: the scope absorbs it
-            error = observe.error_record(exc)
-    if scope.cancelled_caught:
-        error = observe.deadline_error(what, watch.ms())
-    return None, error
-
-
 async def _call(fw: Framework, obs: observe.Observation, kind: str, call: dict[str, Any],
                 budget: observe.Budget, outer: anyio.CancelScope) -> None:
     name = str(call["name"])
     watch = obs.begin(kind, name)
-    outcome, error = await _attempt(f"{kind} {name}", lambda: fw.run(call), budget.steps, outer)
+    outcome, error = await attempt(f"{kind} {name}", lambda: fw.run(call), budget.steps, outer)
     entry = obs.call_entry(name, watch.ms(), None if error else outcome.get("result"), error)
     if error is None:
         entry.update({key: value for key, value in outcome.items() if key != "result"})
@@ -139,7 +171,7 @@ async def _call(fw: Framework, obs: observe.Observation, kind: str, call: dict[s
 async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.Budget, fw: Framework) -> None:
     cancelled = anyio.get_cancelled_exc_class()
     stack = AsyncExitStack()
-    with anyio.CancelScope(deadline=_deadline(budget.close)) as outer:
+    with anyio.CancelScope(deadline=on_anyio_clock(budget.close)) as outer:
         # Not in a step scope of its own: opening enters the stdio client's task groups, whose cancel
         # scopes must stay open after the step (anyio scopes nest); the outer deadline bounds it.
         watch = obs.begin("initialize")
@@ -159,7 +191,7 @@ async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.
         pending: BaseException | None = None
         try:
             watch = obs.begin("list_tools")
-            names, error = await _attempt("list_tools", fw.tools, budget.steps, outer)
+            names, error = await attempt("list_tools", fw.tools, budget.steps, outer)
             obs.end("list_tools", observe.step(watch, error, tools=names))
             for call in cell["calls"]:
                 await _call(fw, obs, "call", call, budget, outer)
@@ -187,29 +219,17 @@ def main(argv: list[str], started: float, package: str, close_reserve_s: float,
     ``package``: the distribution whose version is recorded; ``close_reserve_s``: the seconds the
     framework's shutdown needs; ``options``: the options the adapter understands (any other stops
     it with exit status 2); ``make(cell, obs)``: the :class:`Framework` for the cell."""
-    if len(argv) != 3:
-        observe.fail("usage: adapter.py <cell.json> <observation.json>")
-    cell = observe.read_cell(argv[1])
-    observe.check_options(cell["options"], options)
+    cell, out = observe.cell_from_argv(argv, options)
     transport = cell.get("transport", "stdio")
     if transport != "stdio":
         observe.fail(f"transport {transport!r} is not supported by this adapter (stdio)")
     for call in [*cell["calls"], cell["followup"]]:
         if "cancel_after_ms" in call:
             observe.fail("cancel_after_ms is not supported by the framework adapters (schema family only)")
-    out = argv[2]
     obs = observe.Observation(cell, package)
     fw = make(cell, obs)
     budget = observe.Budget.of(cell, started, close_reserve_s)
-    watchdog = observe.Watchdog(budget.final, lambda: obs.save(out))
-    escaped: BaseException | None = None
-    try:
-        anyio.run(drive, cell, obs, budget, fw)
-    except BaseException as exc:  # the framework crashed the driver: record where, exit 0 anyway
-        escaped = exc
-        traceback.print_exc()
-    watchdog.cancel()
-    obs.save(out, escaped)
+    observe.run_guarded(out, obs, budget.final, lambda: anyio.run(drive, cell, obs, budget, fw))
     killed = observe.kill_children()  # a server left behind by a close the deadline cut short
     if killed:
         print(f"adapter: killed child process(es) left after close {killed}", file=sys.stderr, flush=True)
@@ -218,7 +238,7 @@ def main(argv: list[str], started: float, package: str, close_reserve_s: float,
 
 def stdio_command(cell: dict[str, Any]) -> tuple[str, list[str], dict[str, str] | None]:
     """The cell's server as ``(command, args, env)``; ``env`` is ``None`` when the cell adds nothing
-    (the stdio client then builds its default environment)."""
-    server = cell["server"]
-    env = {str(k): str(v) for k, v in (server.get("env") or {}).items()} or None
-    return str(server["command"]), [str(arg) for arg in server.get("args") or []], env
+    (the stdio client then builds its default environment). :func:`observe.stdio_server` gives the
+    same as ``StdioServerParameters`` keyword arguments."""
+    server = observe.stdio_server(cell)
+    return str(server["command"]), server["args"], server["env"]

@@ -8,7 +8,7 @@
  *    installed version is recorded (from `node_modules` next to the adapter), `adapterUrl` the
  *    adapter's `import.meta.url`;
  *  - `options` maps each variant option the adapter understands to its type
- *    ({@link checkOptions}); `list_tools` and `max_buffer_bytes` mean what docs/adapters.md says;
+ *    (observe.mjs `checkOptions`); `list_tools` and `max_buffer_bytes` mean what docs/adapters.md says;
  *  - `sdk` is an {@link Sdk}.
  *
  * The driver checks the cell (transport `stdio`, `http-json` or `http-sse`; a bad option or
@@ -28,10 +28,11 @@
  */
 
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
-import { checkOptions, createRun, errorRecord, installedVersion, readCell } from './observe.mjs';
+import {
+  adapterArgs, cancelAfter, checkCancelAfter, closeStep, createRun, errorRecord, installedVersion,
+} from './observe.mjs';
 
 /** How long `close()` may take: the SDKs' own close waits up to 2 s + 2 s before SIGKILL. */
 const CLOSE_WAIT_MS = 6000;
@@ -91,31 +92,12 @@ export function stdioParameters(cell, options) {
  *          options: Record<string, 'boolean'|'integer'|'number'|'string'>, sdk: Sdk}} adapter
  */
 export function runAdapter({ name, package: pkg, adapterUrl, options: known, sdk }) {
-  const fail = (message) => {
-    process.stderr.write(`${name} adapter: ${message}\n`);
-    process.exit(2);
-  };
-
-  const [cellPath, obsPath] = process.argv.slice(2);
-  if (!cellPath || !obsPath) fail('usage: node adapter.mjs <cell.json> <observation.json>');
-  let cell;
-  let options;
-  try {
-    cell = readCell(cellPath);
-    options = checkOptions(cell.options, known);
-  } catch (err) {
-    fail(err.message);
-  }
+  const { cell, options, obsPath, fail } = adapterArgs(name, known);
   if (!TRANSPORTS.includes(cell.transport)) {
     fail(`transport ${JSON.stringify(cell.transport)} is not supported (${TRANSPORTS.join(', ')})`);
   }
   if (isHttp(cell) && typeof cell.server?.url !== 'string') fail(`transport ${cell.transport} needs server.url`);
-  for (const call of cell.calls) {
-    const after = call.cancel_after_ms;
-    if (after !== undefined && after !== null && !(Number.isInteger(after) && after >= 0)) {
-      fail(`cancel_after_ms: expected a non-negative integer, got ${JSON.stringify(after)}`);
-    }
-  }
+  checkCancelAfter(cell.calls, fail);
   if ('max_buffer_bytes' in options && !(options.max_buffer_bytes > 0)) {
     fail(`option max_buffer_bytes: expected a positive integer, got ${options.max_buffer_bytes}`);
   }
@@ -156,26 +138,15 @@ function killProcess(pid) {
 async function callStep(run, sdk, client, call, requestOptions, place) {
   const step = run.begin('call', { tool: call.name });
   place(step.record);
-  const after = call.cancel_after_ms;
-  let options = requestOptions;
-  let timer;
-  let issuedAt = null;
-  if (after !== undefined && after !== null) {
-    const controller = new AbortController();
-    options = { ...requestOptions, signal: controller.signal };
-    timer = setTimeout(() => {
-      issuedAt = step.elapsed();
-      controller.abort();
-    }, after);
-  }
-  const cancelled = () => (after === undefined || after === null ? {} : { cancelled_after_ms: issuedAt });
+  const cancel = cancelAfter(step, call.cancel_after_ms);
+  const options = cancel.signal ? { ...requestOptions, signal: cancel.signal } : requestOptions;
   try {
     const result = await sdk.callTool(client, { name: call.name, arguments: call.arguments }, options);
-    clearTimeout(timer);
-    run.settle(step, { status: 'returned', result, error: null, ...cancelled() });
+    cancel.stop();
+    run.settle(step, { status: 'returned', result, error: null, ...cancel.fields() });
   } catch (err) {
-    clearTimeout(timer);
-    run.settle(step, { status: 'raised', result: null, error: errorRecord(err), ...cancelled() });
+    cancel.stop();
+    run.settle(step, { status: 'raised', result: null, error: errorRecord(err), ...cancel.fields() });
   }
 }
 
@@ -223,18 +194,7 @@ async function drive(cell, options, sdk, run, child) {
     }
   }
 
-  const close = run.begin('close');
-  obs.close = close.record;
-  const waitMs = Math.max(0, Math.min(CLOSE_WAIT_MS, run.deadline - performance.now() - 200));
-  let timer;
-  const settled = await Promise.race([
-    client.close().then(
-      () => run.settle(close, { status: 'ok', error: null }),
-      (err) => run.settle(close, { status: 'raised', error: errorRecord(err) }),
-    ).then(() => true),
-    new Promise((resolve) => { timer = setTimeout(() => resolve(false), waitMs); }),
-  ]);
-  clearTimeout(timer);
+  const { settled, reason } = await closeStep(run, () => client.close(), CLOSE_WAIT_MS);
   if (!settled) child.kill();
-  run.finish(settled ? 'finished' : `close wait bound of ${Math.round(waitMs)} ms`);
+  run.finish(reason);
 }

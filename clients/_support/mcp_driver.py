@@ -1,6 +1,8 @@
 """The anyio driver shared by the MCP Python SDK adapters (Python >= 3.10).
 
 It imports ``anyio``, which every Python SDK adapter's venv has; :mod:`observe` stays stdlib-only.
+The step primitives (a step in a cancel scope that ends at a deadline) are :mod:`anyio_steps`'s,
+shared with ``framework_driver.py``.
 
 Contract: an adapter holds only what is specific to its SDK version and ends with
 ``sys.exit(mcp_driver.main(sys.argv, _STARTED, PACKAGE, CLOSE_RESERVE_S, connect))``, where
@@ -30,14 +32,13 @@ raised with the reserved type ``Cancelled``; the entry carries ``cancelled_after
 
 from __future__ import annotations
 
-import time
-import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Protocol
 
 import anyio
 import observe
+from anyio_steps import attempt, on_anyio_clock
 
 OPTIONS = {"list_tools": bool}
 TRANSPORTS = ("stdio", "http-json", "http-sse")
@@ -78,14 +79,8 @@ class Connection(Protocol):
 Connect = Callable[[dict[str, Any], MessageHandler], Connection]
 
 
-def stdio_server(cell: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of the SDK's ``StdioServerParameters`` for the cell's server."""
-    server = cell["server"]
-    return {
-        "command": server["command"],
-        "args": [str(arg) for arg in server.get("args") or []],
-        "env": {str(k): str(v) for k, v in (server.get("env") or {}).items()} or None,
-    }
+stdio_server = observe.stdio_server
+"""The keyword arguments of the SDK's ``StdioServerParameters`` for the cell's server."""
 
 
 def is_http(cell: dict[str, Any]) -> bool:
@@ -96,31 +91,6 @@ def is_http(cell: dict[str, Any]) -> bool:
 def server_url(cell: dict[str, Any]) -> str:
     """The URL of the (already running) reference server of an ``http-*`` cell."""
     return str(cell["server"]["url"])
-
-
-def _deadline(monotonic_deadline: float) -> float:
-    """A ``time.monotonic()`` deadline on anyio's clock."""
-    return anyio.current_time() + (monotonic_deadline - time.monotonic())
-
-
-async def _attempt(what: str, fn: Callable[[], Awaitable[Any]], deadline: float,
-                   outer: anyio.CancelScope) -> tuple[Any, dict[str, Any] | None]:
-    """``(value, None)`` when ``fn()`` returned, ``(None, Error)`` when it raised or the deadline passed."""
-    cancelled = anyio.get_cancelled_exc_class()
-    error: dict[str, Any] | None = None
-    watch = observe.Stopwatch()
-    with anyio.CancelScope(deadline=_deadline(deadline)) as scope:
-        try:
-            return await fn(), None
-        except BaseException as exc:  # every failure of the client is a fact to record
-            if outer.cancel_called or isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            if scope.cancel_called and isinstance(exc, cancelled):
-                raise  # our deadline: the scope absorbs it
-            error = observe.error_record(exc)
-    if scope.cancelled_caught:
-        error = observe.deadline_error(what, watch.ms())
-    return None, error
 
 
 async def _call(session: Session, obs: observe.Observation, kind: str, call: dict[str, Any],
@@ -145,7 +115,7 @@ async def _call(session: Session, obs: observe.Observation, kind: str, call: dic
         raise Cancelled(f"the adapter cancelled the call after {after_ms} ms (anyio cancel scope); "
                         "the client raised nothing but the cancellation")
 
-    result, error = await _attempt(f"{kind} {name}", invoke, budget.steps, outer)
+    result, error = await attempt(f"{kind} {name}", invoke, budget.steps, outer)
     duration = watch.ms()
     dumped = None if error else result.model_dump(mode="json", by_alias=True)
     entry = obs.call_entry(name, duration, dumped, error)
@@ -161,7 +131,7 @@ async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.
 
     connection = connect(cell, on_message)
     cancelled = anyio.get_cancelled_exc_class()
-    with anyio.CancelScope(deadline=_deadline(budget.close)) as outer:
+    with anyio.CancelScope(deadline=on_anyio_clock(budget.close)) as outer:
         watch = obs.begin("initialize")
         try:
             session = await connection.__aenter__()
@@ -176,7 +146,7 @@ async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.
         try:
             if cell["options"].get("list_tools", False):
                 watch = obs.begin("list_tools")
-                listing, error = await _attempt("list_tools", session.list_tools, budget.steps, outer)
+                listing, error = await attempt("list_tools", session.list_tools, budget.steps, outer)
                 tools = None if error else [tool.name for tool in listing.tools]
                 obs.end("list_tools", observe.step(watch, error, tools=tools))
             for call in cell["calls"]:
@@ -203,10 +173,7 @@ async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.
 
 def main(argv: list[str], started: float, package: str, close_reserve_s: float, connect: Connect) -> int:
     """Run one cell (``argv``: the adapter, the cell file, the observation file); always 0 once written."""
-    if len(argv) != 3:
-        observe.fail("usage: adapter.py <cell.json> <observation.json>")
-    cell = observe.read_cell(argv[1])
-    observe.check_options(cell["options"], OPTIONS)
+    cell, out = observe.cell_from_argv(argv, OPTIONS)
     transport = cell.get("transport", "stdio")
     if transport not in TRANSPORTS:
         observe.fail(f"transport {transport!r} is not supported by this adapter ({', '.join(TRANSPORTS)})")
@@ -216,16 +183,7 @@ def main(argv: list[str], started: float, package: str, close_reserve_s: float, 
         after = call.get("cancel_after_ms")
         if after is not None and (type(after) is not int or after < 0):
             observe.fail(f"cancel_after_ms: expected a non-negative integer, got {after!r}")
-    out = argv[2]
     obs = observe.Observation(cell, package)
     budget = observe.Budget.of(cell, started, close_reserve_s)
-    watchdog = observe.Watchdog(budget.final, lambda: obs.save(out))
-    escaped: BaseException | None = None
-    try:
-        anyio.run(drive, cell, obs, budget, connect)
-    except BaseException as exc:  # the client crashed the driver: record where, exit 0 anyway
-        escaped = exc
-        traceback.print_exc()
-    watchdog.cancel()
-    obs.save(out, escaped)
+    observe.run_guarded(out, obs, budget.final, lambda: anyio.run(drive, cell, obs, budget, connect))
     return 0

@@ -9,12 +9,16 @@
  *
  * This module holds the contract-shaped pieces that are not specific to one SDK:
  *  - {@link readCell} / {@link checkOptions}: the cell file and its variant options;
+ *    {@link adapterArgs}: both from an adapter's command line; {@link checkCancelAfter}: the
+ *    calls' `cancel_after_ms`;
  *  - {@link errorRecord}: anything thrown -> the contract's Error object;
  *  - {@link startTimer}: a millisecond stopwatch;
  *  - {@link writeObservation}: temp file in the same directory, then rename into place;
  *  - {@link installedVersion}: a package's version as installed in `node_modules`;
  *  - {@link createRun}: the observation skeleton with "pending" steps, a budget watchdog and
- *    process-level guards, so that an observation is written whatever happens.
+ *    process-level guards, so that an observation is written whatever happens;
+ *  - {@link cancelAfter}: the application's cancellation of one call (an `AbortController`);
+ *  - {@link closeStep}: the close step, awaited within a bound.
  *
  * @module observe
  */
@@ -154,6 +158,51 @@ function typeTag(e) {
     return e.name;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * An adapter's command line (`node adapter.mjs <cell.json> <observation.json>`): the cell, its
+ * options checked against `known` ({@link checkOptions}) and the observation path. A wrong command
+ * line, cell or option ends the process with status 2 and a line on stderr prefixed
+ * `<name> adapter: `; the returned `fail` does the same for the caller's own checks, `log` writes
+ * such a line and goes on.
+ * @param {string} name the adapter's name
+ * @param {Record<string, 'boolean'|'integer'|'number'|'string'>} known option name -> type
+ * @returns {{cell: object, options: Record<string, unknown>, obsPath: string,
+ *            log: (message: string) => void, fail: (message: string) => never}}
+ */
+export function adapterArgs(name, known) {
+  const log = (message) => process.stderr.write(`${name} adapter: ${message}\n`);
+  const fail = (message) => {
+    log(message);
+    process.exit(2);
+  };
+
+  const [cellPath, obsPath] = process.argv.slice(2);
+  if (!cellPath || !obsPath) fail('usage: node adapter.mjs <cell.json> <observation.json>');
+  let cell;
+  let options;
+  try {
+    cell = readCell(cellPath);
+    options = checkOptions(cell.options, known);
+  } catch (err) {
+    fail(err.message);
+  }
+  return { cell, options, obsPath, log, fail };
+}
+
+/**
+ * Stop (`fail`) on a call whose `cancel_after_ms` is set but not a non-negative integer.
+ * @param {object[]} calls
+ * @param {(message: string) => never} fail
+ */
+export function checkCancelAfter(calls, fail) {
+  for (const call of calls) {
+    const after = call.cancel_after_ms;
+    if (after !== undefined && after !== null && !(Number.isInteger(after) && after >= 0)) {
+      fail(`cancel_after_ms: expected a non-negative integer, got ${JSON.stringify(after)}`);
+    }
   }
 }
 
@@ -346,4 +395,61 @@ export function createRun({ obsPath, budgetMs, packageVersion, onAbort }) {
   });
 
   return { obs, begin, settle, reportError, captureOnerror, finish, deadline };
+}
+
+/**
+ * The application's cancellation of one call: with `afterMs` (the call's `cancel_after_ms`), an
+ * `AbortController` aborted (`controller.abort()`, no reason: what an application's cancel button
+ * does) `afterMs` after now. `signal` goes with the request (`undefined` without `afterMs`),
+ * `stop()` once the call settled, and `fields()` into its record: `cancelled_after_ms`, the step's
+ * elapsed time when the abort was issued (`null` if the call settled first; nothing without
+ * `afterMs`).
+ * @param {{elapsed: () => number}} step the call's step ({@link createRun} `begin`)
+ * @param {number|null|undefined} afterMs
+ * @returns {{signal: AbortSignal|undefined, stop: () => void, fields: () => object}}
+ */
+export function cancelAfter(step, afterMs) {
+  if (afterMs === undefined || afterMs === null) return { signal: undefined, stop: () => {}, fields: () => ({}) };
+  const controller = new AbortController();
+  let issuedAt = null;
+  const timer = setTimeout(() => {
+    issuedAt = step.elapsed();
+    controller.abort();
+  }, afterMs);
+  return {
+    signal: controller.signal,
+    stop: () => clearTimeout(timer),
+    fields: () => ({ cancelled_after_ms: issuedAt }),
+  };
+}
+
+/**
+ * The close step of `run`: `close()` (the client's close, returning a promise) recorded as
+ * `obs.close` and awaited at most `maxWaitMs`, and no later than 200 ms before the run's
+ * watchdog. Resolves to whether it settled and the reason to `finish` the run with.
+ * @param {ReturnType<typeof createRun>} run
+ * @param {() => Promise<unknown>} close
+ * @param {number} maxWaitMs
+ * @returns {Promise<{settled: boolean, reason: string}>}
+ */
+export async function closeStep(run, close, maxWaitMs) {
+  const step = run.begin('close');
+  run.obs.close = step.record;
+  const waitMs = Math.max(0, Math.min(maxWaitMs, run.deadline - performance.now() - 200));
+  let closing;
+  try {
+    closing = Promise.resolve(close());
+  } catch (err) {
+    closing = Promise.reject(err);
+  }
+  let timer;
+  const settled = await Promise.race([
+    closing.then(
+      () => run.settle(step, { status: 'ok', error: null }),
+      (err) => run.settle(step, { status: 'raised', error: errorRecord(err) }),
+    ).then(() => true),
+    new Promise((resolve) => { timer = setTimeout(() => resolve(false), waitMs); }),
+  ]);
+  clearTimeout(timer);
+  return { settled, reason: settled ? 'finished' : `close wait bound of ${Math.round(waitMs)} ms` };
 }

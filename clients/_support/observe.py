@@ -5,7 +5,10 @@ client, and writes one observation of facts. This module holds the parts every P
 needs and that do not depend on the client under test:
 
 - :func:`read_cell` reads and sanity-checks the cell file; :func:`check_options` stops the
-  adapter (exit 2, message on stderr) on an option it does not understand.
+  adapter (exit 2, message on stderr) on an option it does not understand; :func:`cell_from_argv`
+  does both for an adapter's command line. :func:`stdio_server` is the cell's stdio server as
+  the keyword arguments of an SDK's ``StdioServerParameters``.
+- :func:`jsonable` is a value as JSON, or its ``repr`` when it is not JSON.
 - :func:`error_record` turns any exception into the contract's Error object: ``type`` (class
   name), ``code`` (the JSON-RPC code when the exception carries an ``error.code``, as mcp's
   ``McpError``/``MCPError`` do), ``message`` (``str(exc)``), ``data`` (the JSON-RPC error data,
@@ -23,6 +26,8 @@ needs and that do not depend on the client under test:
 - :class:`Watchdog` is the last-resort guard: at a deadline it runs a final callback (which
   writes whatever was observed), kills this process's children (the clients spawn stdio servers
   in their own session, beyond the harness's process-group kill) and exits with status 0.
+  :func:`run_guarded` runs an adapter's driver under it and writes the observation, whatever the
+  driver raised.
 
 Nothing here classifies what a client did; that is the harness's job.
 """
@@ -38,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -79,7 +85,30 @@ def check_options(options: Mapping[str, Any], known: Mapping[str, type]) -> None
             fail(f"option {name!r}: expected {expected.__name__}, got {value!r}")
 
 
-def _jsonable(value: Any) -> Any:
+def cell_from_argv(argv: list[str], options: Mapping[str, type]) -> tuple[dict[str, Any], str]:
+    """``(cell, observation path)`` from an adapter's ``argv`` (the adapter, the cell file, the
+    observation file), the cell's options checked against ``options`` (:func:`check_options`);
+    stops the adapter on a wrong command line or cell."""
+    if len(argv) != 3:
+        fail("usage: adapter.py <cell.json> <observation.json>")
+    cell = read_cell(argv[1])
+    check_options(cell["options"], options)
+    return cell, argv[2]
+
+
+def stdio_server(cell: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of an SDK's ``StdioServerParameters`` for the cell's server: ``command``,
+    ``args`` (strings) and ``env`` (``None`` when the cell adds nothing: the stdio client then builds
+    its default environment)."""
+    server = cell["server"]
+    return {
+        "command": server["command"],
+        "args": [str(arg) for arg in server.get("args") or []],
+        "env": {str(k): str(v) for k, v in (server.get("env") or {}).items()} or None,
+    }
+
+
+def jsonable(value: Any) -> Any:
     """``value`` if it serializes as JSON, else its ``repr``."""
     try:
         json.dumps(value, ensure_ascii=False)
@@ -117,7 +146,7 @@ def _flat(exc: BaseException) -> dict[str, Any]:
         record["code"] = code
         data = getattr(error, "data", None)
         if data is not None:
-            record["data"] = _jsonable(data)
+            record["data"] = jsonable(data)
     return record
 
 
@@ -246,6 +275,21 @@ class Watchdog:
                 print(f"adapter: watchdog killed child process(es) {killed}", file=sys.stderr, flush=True)
         finally:
             os._exit(0)
+
+
+def run_guarded(out: str, obs: Observation, deadline: float, driver: Callable[[], object]) -> None:
+    """Run ``driver()`` under a :class:`Watchdog` at ``deadline`` that writes ``obs`` to ``out``,
+    then write ``obs`` to ``out``; what escaped the driver (the client crashed it) is recorded as
+    the step it interrupted (:meth:`Observation.snapshot`) and its traceback printed on stderr."""
+    watchdog = Watchdog(deadline, lambda: obs.save(out))
+    escaped: BaseException | None = None
+    try:
+        driver()
+    except BaseException as exc:  # the client crashed the driver: record where, exit 0 anyway
+        escaped = exc
+        traceback.print_exc()
+    watchdog.cancel()
+    obs.save(out, escaped)
 
 
 def deadline_error(what: str, elapsed_ms: float | None) -> dict[str, Any]:
