@@ -329,3 +329,30 @@ async function drive(framework, ctx, run) {
   killChildren();
   run.finish('finished');
 }
+
+/** Record what the MCP client reports out of band (`onerror`), keeping the handler in place. */
+export function captureOnerror(target, reportError) {
+  if (!target) return;
+  const previous = target.onerror;
+  target.onerror = function capturedOnerror(error) {
+    reportError(error);
+    if (typeof previous === 'function') return previous.call(this, error);
+    return undefined;
+  };
+}
+
+/** A LangChain `ToolMessage` as plain JSON, its own fields, ids normalized (langchain-js, mcp-use). */
+export function toolMessageJson(message) {
+  return normalizeIds({
+    type: message.type ?? message._getType?.(),
+    content: message.content,
+    status: message.status,
+    tool_call_id: message.tool_call_id,
+    name: message.name,
+    artifact: message.artifact,
+    id: message.id,
+    additional_kwargs: message.additional_kwargs,
+    response_metadata: message.response_metadata,
+    metadata: message.metadata,
+  });
+}

@@ -37,38 +37,11 @@ import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { createAgent } from 'langchain';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, normalizeIds, runFramework } from '../_support/framework_driver.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, modelView, runFramework, toolMessageJson } from '../_support/framework_driver.mjs';
 
 for (const key of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGCHAIN_TRACING']) process.env[key] = 'false';
 
 const SERVER = 'reference';
-
-/** Record what the MCP client reports out of band (`onerror`), keeping the handler in place. */
-function captureOnerror(target, reportError) {
-  if (!target) return;
-  const previous = target.onerror;
-  target.onerror = function capturedOnerror(error) {
-    reportError(error);
-    if (typeof previous === 'function') return previous.call(this, error);
-    return undefined;
-  };
-}
-
-/** A ToolMessage as plain JSON: its own fields (the `lc` constructor form hides none of them). */
-function toolMessageJson(message) {
-  return normalizeIds({
-    type: message.type ?? message._getType?.(),
-    content: message.content,
-    status: message.status,
-    tool_call_id: message.tool_call_id,
-    name: message.name,
-    artifact: message.artifact,
-    id: message.id,
-    additional_kwargs: message.additional_kwargs,
-    response_metadata: message.response_metadata,
-    metadata: message.metadata,
-  });
-}
 
 async function connect({ cell, options, reportError }) {
   const client = new MultiServerMCPClient({

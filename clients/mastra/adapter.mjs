@@ -41,23 +41,12 @@
 import { Agent } from '@mastra/core/agent';
 import { MCPClient } from '@mastra/mcp';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, runFramework } from '../_support/framework_driver.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, modelView, runFramework } from '../_support/framework_driver.mjs';
 
 process.env.MASTRA_TELEMETRY_DISABLED = 'true';
 
 const SERVER = 'reference';
 const USAGE = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
-
-/** Record what the MCP client reports out of band (`onerror`), keeping the handler in place. */
-function captureOnerror(target, reportError) {
-  if (!target) return;
-  const previous = target.onerror;
-  target.onerror = function capturedOnerror(error) {
-    reportError(error);
-    if (typeof previous === 'function') return previous.call(this, error);
-    return undefined;
-  };
-}
 
 async function connect({ cell, reportError }) {
   const mcp = new MCPClient({

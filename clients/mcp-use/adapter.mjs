@@ -35,7 +35,7 @@
 import { AIMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, modelView, normalizeIds, runFramework } from '../_support/framework_driver.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, modelView, runFramework, toolMessageJson } from '../_support/framework_driver.mjs';
 
 process.env.MCP_USE_ANONYMIZED_TELEMETRY = 'false';
 for (const key of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGCHAIN_TRACING']) process.env[key] = 'false';
@@ -43,33 +43,6 @@ for (const key of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGCHAIN_TRACI
 const { MCPAgent, MCPClient } = await import('mcp-use');
 
 const SERVER = 'reference';
-
-/** Record what the MCP client reports out of band (`onerror`), keeping the handler in place. */
-function captureOnerror(target, reportError) {
-  if (!target) return;
-  const previous = target.onerror;
-  target.onerror = function capturedOnerror(error) {
-    reportError(error);
-    if (typeof previous === 'function') return previous.call(this, error);
-    return undefined;
-  };
-}
-
-/** A ToolMessage as plain JSON: its own fields. */
-function toolMessageJson(message) {
-  return normalizeIds({
-    type: message.type ?? message._getType?.(),
-    content: message.content,
-    status: message.status,
-    tool_call_id: message.tool_call_id,
-    name: message.name,
-    artifact: message.artifact,
-    id: message.id,
-    additional_kwargs: message.additional_kwargs,
-    response_metadata: message.response_metadata,
-    metadata: message.metadata,
-  });
-}
 
 async function connect({ cell, reportError }) {
   const client = new MCPClient({

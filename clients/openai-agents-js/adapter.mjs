@@ -34,20 +34,9 @@
 import { Agent, MCPServerStdio, run, setTracingDisabled } from '@openai/agents';
 import { ScriptedModel, assistantMessage, functionCall } from '@openai/agents/testing';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, errorRecord, modelView, runFramework } from '../_support/framework_driver.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, errorRecord, modelView, runFramework } from '../_support/framework_driver.mjs';
 
 setTracingDisabled(true);
-
-/** Record what the MCP client reports out of band (`onerror`), keeping the handler in place. */
-function captureOnerror(target, reportError) {
-  if (!target) return;
-  const previous = target.onerror;
-  target.onerror = function capturedOnerror(error) {
-    reportError(error);
-    if (typeof previous === 'function') return previous.call(this, error);
-    return undefined;
-  };
-}
 
 async function connect({ cell, options, reportError }) {
   const server = new MCPServerStdio({
