@@ -1,8 +1,9 @@
 """Comparing two runs cell by cell: did a client's behaviour change, does a backend agree?
 
 Two runs are compared on the cells both of them recorded (the same key: adapter, variant, case,
-schema mode, transport), on what the matrix shows of a cell: its outcome, what the follow-up call
-did, and whether a returned result was altered. Cells only one run has are listed separately.
+schema mode, transport), on what the report shows of a cell: its outcome, what the follow-up call
+did, whether a returned result was altered and, for a framework, the channel the model read and
+whether ``isError`` reached it. Cells only one run has are listed separately.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pandas as pd
 from .classify import cells_frame
 from .store import RunStore
 
-COMPARED = ("outcome", "followup", "altered")
+COMPARED = ("outcome", "followup", "altered", "model_channel", "model_error_seen")
 
 
 @dataclass(frozen=True)
