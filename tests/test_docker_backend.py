@@ -22,6 +22,7 @@ pytestmark = pytest.mark.docker
 
 BASE = os.environ.get("MCPCM_BASE_IMAGE", "debian:bookworm-slim")
 OWNER_LABEL = "org.mcp-client-matrix.owner"
+CELL_LABEL = "org.mcp-client-matrix.cell"
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +44,10 @@ def _build_args() -> list[str]:
     return args
 
 
-def _containers_left(engine) -> list[str]:
-    return [c.name for c in engine.containers.list(all=True, filters={"label": OWNER_LABEL})]
+def _containers_left(engine, scratch) -> list[str]:
+    """Containers of this checkout's cells still present (other runs may share the engine)."""
+    return [c.name for c in engine.containers.list(all=True, filters={"label": OWNER_LABEL})
+            if c.labels.get(CELL_LABEL, "").startswith(str(scratch.root))]
 
 
 def test_images_are_built_once_and_bad_adapters_are_contained(engine, checkout):
@@ -78,7 +81,7 @@ def test_images_are_built_once_and_bad_adapters_are_contained(engine, checkout):
     image = meta["adapters"]["raw-jsonrpc"]
     assert image["image"].startswith("mcpcm/raw-jsonrpc:") and image["image_id"].startswith("sha256:")
     assert image["runtime_version"].startswith("3.")
-    assert _containers_left(engine) == [], "timed-out cells' containers are removed"
+    assert _containers_left(engine, scratch) == [], "timed-out cells' containers are removed"
     assert scratch.processes_left() == []
 
 

@@ -86,7 +86,7 @@ class DockerBackend:
             network_mode=network_mode, init=True, user=f"{os.getuid()}:{os.getgid()}",
             volumes={str(self.layout.server.resolve()): {"bind": str(SERVER_DIR), "mode": "ro"},
                      str(directory): {"bind": str(CELL_DIR), "mode": "rw"}},
-            labels={f"{images.LABEL}.owner": self.owner, f"{images.LABEL}.cell": directory.name},
+            labels={f"{images.LABEL}.owner": self.owner, f"{images.LABEL}.cell": str(directory)},
         )
         with self._lock:
             self._live[container.id] = container
