@@ -37,7 +37,7 @@ COLUMNS = (
     "error_message", "transport_errors", "transport_error_count", "package", "package_version",
     "duration_ms", "wall_ms", "frame_bytes", "tools_list_called", "server_exit", "server_cancel",
     "cancelled_by_caller", "exit_code", "model_channel", "model_error_seen", "model_error_flag", "model_excerpt",
-    "key",
+    "model_aborted", "key",
 )
 
 
@@ -214,6 +214,8 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     failed = frame["outcome"].eq("harness-error")
     frame.loc[failed, "error_type"] = "HarnessError"
     frame.loc[failed, "error_message"] = frame.loc[failed, "harness_error"]
+    frame["model_aborted"] = (frame["kind"].eq("framework") & frame["call_raised"]).where(
+        frame["kind"].eq("framework"))
     frame["altered"] = frame["altered"].astype("boolean")
     frame.loc[~frame["outcome"].isin(["pass", "error-result"]), "altered"] = pd.NA
     return frame

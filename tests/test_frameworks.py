@@ -20,6 +20,7 @@ def test_the_model_view_of_a_python_and_a_node_framework(checkout):
     assert len(rows) == len(CASES) * 2 * (3 + 2), "3 pydantic-ai and 2 ai-sdk columns, both schema modes"
     for row in rows.values():
         assert row["kind"] == "framework"
+        assert str(row["model_aborted"]) == str(row["outcome"] in ("reject", "disconnect"))
         assert row["outcome"] not in ("crash", "harness-error", "timeout"), row
         if row["outcome"] in ("pass", "error-result"):
             assert row["model_channel"], f"{row['key']}: a returned call without a model view"
