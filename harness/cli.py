@@ -293,13 +293,11 @@ def cmd_report(layout: Layout, args: argparse.Namespace) -> int:
 
 
 def cmd_diff(layout: Layout, args: argparse.Namespace) -> int:
-    runs = []
-    for run_id in (args.run_a, args.run_b):
-        run = store.RunStore(layout.results / run_id)
+    run_a, run_b = (store.RunStore(layout.results / run_id) for run_id in (args.run_a, args.run_b))
+    for run in (run_a, run_b):
         if not run.meta_path.exists():
             raise FileNotFoundError(f"{run.meta_path}: no such run")
-        runs.append(run)
-    found = diff.compare_runs(*runs)
+    found = diff.compare_runs(run_a, run_b)
     print(diff.summary(found, args.run_a, args.run_b))
     if found.shared == 0:
         print("error: the runs share no cell", file=sys.stderr)

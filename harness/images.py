@@ -37,7 +37,8 @@ SKIPPED = {"node_modules", "__pycache__", ".mcpcm-stamp"}
 LABEL = "org.mcp-client-matrix"
 
 
-def _docker() -> Any:
+def client() -> Any:
+    """A connected Docker client; :class:`PrepareError` when there is no engine or no SDK."""
     try:
         import docker  # type: ignore[import-untyped]
     except ImportError as exc:
@@ -48,11 +49,6 @@ def _docker() -> Any:
     except Exception as exc:
         raise PrepareError(f"no Docker engine answers ({exc}); start dockerd or set DOCKER_HOST") from exc
     return client
-
-
-def client() -> Any:
-    """A connected Docker client; :class:`PrepareError` when there is no engine or no SDK."""
-    return _docker()
 
 
 SUPPORT_SUFFIXES = {"python": (".py",), "node": (".mjs", ".js", ".cjs")}
@@ -177,7 +173,7 @@ def build(layout: Layout, adapter: Adapter, *, base_image: str, ca_bundle: Path 
     """Build the adapter's image unless its tag exists; returns the image and whether it was built."""
     if ca_bundle is not None and not ca_bundle.is_file():
         raise PrepareError(f"--ca-bundle {ca_bundle}: no such file")
-    docker_client = _docker()
+    docker_client = client()
     source = source_hash(layout, adapter)
     base_id = _base_id(docker_client, base_image)
     tag = tag_for(adapter, source, base_id)
@@ -215,7 +211,7 @@ def bootstrap_base(tag: str = BOOTSTRAP_TAG, *, suite: str = "bookworm",
 
     Needs root and ``debootstrap``; returns the image id. Does nothing when ``tag`` exists.
     """
-    docker_client = _docker()
+    docker_client = client()
     import docker
 
     try:
