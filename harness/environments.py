@@ -6,6 +6,7 @@ version, and :func:`prepare` does nothing when the stamp still matches.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -65,8 +66,9 @@ def node_executable() -> str:
     return node
 
 
+@functools.cache
 def runtime_version(runtime: str) -> str:
-    """The version of the runtime the adapters of this kind run on."""
+    """The version of the runtime the adapters of this kind run on (asked once per process)."""
     if runtime == "python":
         return sys.version.split()[0]
     return subprocess.run([node_executable(), "--version"], capture_output=True, text=True,

@@ -236,8 +236,12 @@ def bootstrap_base(tag: str = BOOTSTRAP_TAG, *, suite: str = "bookworm",
     return str(docker_client.images.get(tag).id)
 
 
-def versions(docker_client: Any, image: Image, adapter: Adapter) -> dict[str, Any]:
-    """The runtime and package versions installed in the image, read by running it once."""
+def versions(layout: Layout, docker_client: Any, image: Image, adapter: Adapter) -> dict[str, Any]:
+    """The runtime and package versions installed in the image: read by running it once, then kept
+    in ``.envs/docker/versions/<image id>.json`` (an image never changes)."""
+    cached = layout.envs / "docker" / "versions" / f"{image.id.split(':')[-1]}.json"
+    if cached.is_file():
+        return dict(json.loads(cached.read_text()))
     if adapter.runtime == "python":
         code = ("import importlib.metadata as m, json, platform; p = " + json.dumps(adapter.package or "") +
                 "\ntry: v = m.version(p) if p else None\nexcept Exception: v = None\n"
@@ -250,4 +254,7 @@ def versions(docker_client: Any, image: Image, adapter: Adapter) -> dict[str, An
         command = ["node", "-e", code]
     output = docker_client.containers.run(image.id, command, remove=True, network_mode="none",
                                           labels={f"{LABEL}.role": "versions"})
-    return dict(json.loads(output.decode().strip().splitlines()[-1]))
+    found = dict(json.loads(output.decode().strip().splitlines()[-1]))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(found))
+    return found

@@ -152,11 +152,11 @@ def _channel_summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list
     """Per framework column: how many cells reached the model through each channel."""
     counts = frame.groupby(["client", "model_channel"]).size()
     seen = frame[frame["model_error_seen"].eq(True)].groupby("client").size()
+    silent = frame[frame["model_channel"].isna()].groupby("client").size()
     return [{**column, "counts": {channel: int(counts.get((column["client"], channel), 0))
                                  for channel in model_view.CHANNELS},
              "error_seen": int(seen.get(column["client"], 0)),
-             "aborted": int(frame[(frame["client"] == column["client"])
-                                  & frame["outcome"].isin(["reject", "disconnect", "crash", "timeout"])].shape[0])}
+             "no_output": int(silent.get(column["client"], 0))}
             for column in columns]
 
 

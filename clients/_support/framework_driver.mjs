@@ -356,3 +356,24 @@ export function toolMessageJson(message) {
     metadata: message.metadata,
   });
 }
+
+/**
+ * The turn-two view of a scripted LangChain chat model (langchain-js, mcp-use): the `ToolMessage`
+ * for `TOOL_CALL_ID` among the messages the model received in its second call, and its model view
+ * (the error marker is `ToolMessage.status`). `ToolMessage` is the adapter's own class (this file
+ * imports no packages).
+ */
+export function langchainToolTurn(model, ToolMessage) {
+  const second = model.calls[1];
+  if (!second) throw new Error('the scripted model was not called a second time');
+  const toolMessage = second.messages.find((m) => ToolMessage.isInstance(m) && m.tool_call_id === TOOL_CALL_ID);
+  return {
+    toolMessage,
+    view: modelView({
+      value: toolMessage ? toolMessage.content : null,
+      errorFlag: toolMessage ? toolMessage.status === 'error' : null,
+      errorFlagField: 'ToolMessage.status',
+      message: toolMessage ? toolMessageJson(toolMessage) : null,
+    }),
+  };
+}

@@ -37,7 +37,7 @@ import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { createAgent } from 'langchain';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, modelView, runFramework, toolMessageJson } from '../_support/framework_driver.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, langchainToolTurn, runFramework, toolMessageJson } from '../_support/framework_driver.mjs';
 
 for (const key of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGCHAIN_TRACING']) process.env[key] = 'false';
 
@@ -80,19 +80,9 @@ async function runCall(handle, call, _ctx, signal) {
     { messages: [new HumanMessage({ content: PROMPT, id: 'human-1' })] },
     { recursionLimit: 10, ...(signal ? { signal } : {}) },
   );
-  const second = model.calls[1];
-  if (!second) throw new Error('the scripted model was not called a second time');
-  const toolMessage = second.messages.find((m) => ToolMessage.isInstance(m) && m.tool_call_id === TOOL_CALL_ID);
+  const { view } = langchainToolTurn(model, ToolMessage);
   const produced = state.messages.find((m) => ToolMessage.isInstance(m) && m.tool_call_id === TOOL_CALL_ID);
-  return {
-    result: produced ? toolMessageJson(produced) : null,
-    model_view: modelView({
-      value: toolMessage ? toolMessage.content : null,
-      errorFlag: toolMessage ? toolMessage.status === 'error' : null,
-      errorFlagField: 'ToolMessage.status',
-      message: toolMessage ? toolMessageJson(toolMessage) : null,
-    }),
-  };
+  return { result: produced ? toolMessageJson(produced) : null, model_view: view };
 }
 
 runFramework({

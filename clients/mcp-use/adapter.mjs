@@ -35,7 +35,7 @@
 import { AIMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 
-import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, modelView, runFramework, toolMessageJson } from '../_support/framework_driver.mjs';
+import { FINAL_TEXT, PROMPT, TOOL_CALL_ID, captureOnerror, langchainToolTurn, runFramework } from '../_support/framework_driver.mjs';
 
 process.env.MCP_USE_ANONYMIZED_TELEMETRY = 'false';
 for (const key of ['LANGSMITH_TRACING', 'LANGCHAIN_TRACING_V2', 'LANGCHAIN_TRACING']) process.env[key] = 'false';
@@ -68,19 +68,9 @@ async function runCall(handle, call, _ctx, signal) {
   const agent = new MCPAgent({ llm: model, client: handle.client, maxSteps: 3, memoryEnabled: false, observe: false });
   await agent.initialize();
   await agent.run({ prompt: PROMPT, maxSteps: 3, manageConnector: false, ...(signal ? { signal } : {}) });
-  const second = model.calls[1];
-  if (!second) throw new Error('the scripted model was not called a second time');
-  const toolMessage = second.messages.find((m) => ToolMessage.isInstance(m) && m.tool_call_id === TOOL_CALL_ID);
-  return {
-    // The tool's output is exactly the ToolMessage content (the JSON string of the result).
-    result: toolMessage ? toolMessage.content : null,
-    model_view: modelView({
-      value: toolMessage ? toolMessage.content : null,
-      errorFlag: toolMessage ? toolMessage.status === 'error' : null,
-      errorFlagField: 'ToolMessage.status',
-      message: toolMessage ? toolMessageJson(toolMessage) : null,
-    }),
-  };
+  const { toolMessage, view } = langchainToolTurn(model, ToolMessage);
+  // The tool's output is exactly the ToolMessage content (the JSON string of the result).
+  return { result: toolMessage ? toolMessage.content : null, model_view: view };
 }
 
 runFramework({

@@ -175,7 +175,7 @@ class DockerBackend:
                 image = self._image(adapter)
             except PrepareError:
                 continue
-            described[adapter.name] = {**images.versions(self.client, image, adapter), "image": image.tag,
+            described[adapter.name] = {**images.versions(self.layout, self.client, image, adapter), "image": image.tag,
                                        "image_id": image.id, "base_image": image.base_image,
                                        "node_release": adapter.node}
         return {"backend": self.name, "adapters": described}
