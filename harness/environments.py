@@ -160,6 +160,8 @@ def installed_version(layout: Layout, adapter: Adapter) -> str | None:
     if adapter.runtime == "python":
         python = env_dir(layout, adapter) / "bin" / "python"
         code = f"import importlib.metadata as m; print(m.version({adapter.package!r}))"
+        if not python.is_file():  # not prepared (none of its cells was selected)
+            return None
         done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
         if done.returncode != 0:
             return None

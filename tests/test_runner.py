@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 
@@ -37,3 +38,12 @@ def test_timeout_kills_a_server_that_left_the_process_group(checkout):
     journal_events = [event["event"] for event in record["journal"]]
     assert journal_events[0] == "start"
     assert scratch.processes_left() == []
+
+
+def test_a_selected_adapter_without_cells_needs_no_environment(checkout):
+    scratch = checkout("raw-jsonrpc", "schema-only")
+    scratch.harness("run", "--run-id", "protocol", "--case", "version-mismatch")
+    records = scratch.records("protocol")
+    assert records and {r["adapter"] for r in records} == {"raw-jsonrpc"}
+    meta = json.loads((scratch.root / "results" / "protocol" / "meta.json").read_text())
+    assert meta["adapters"]["schema-only"]["package_version"] is None
