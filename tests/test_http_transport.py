@@ -12,8 +12,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -23,11 +24,22 @@ SERVER = REPO / "servers" / "reference"
 ACCOUNT = {"account_id": "ACC-4471", "balance_minor": 4071877, "currency": "USD", "as_of": "2026-01-15T09:30:00Z"}
 ACCEPT = "application/json, text/event-stream"
 MIB = 1024 * 1024
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                         "clientInfo": {"name": "urllib-test", "version": "0"}}}
-CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "urllib-test", "version": "0"},
+    },
+}
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 3,
+    "method": "tools/call",
+    "params": {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}},
+}
 
 
 class Reply:
@@ -54,7 +66,7 @@ def sse_data(body: bytes) -> list[str]:
         lines = event.split("\n")
         assert lines[0] == "event: message", event[:200]
         assert len(lines) == 2 and lines[1].startswith("data: "), event[:200]
-        out.append(lines[1][len("data: "):])
+        out.append(lines[1][len("data: ") :])
     return out
 
 
@@ -64,9 +76,24 @@ class Server:
     def __init__(self, tmp_path: Path, mode: str, case: str = "ok", schema: str = "advertised") -> None:
         self.journal_path = tmp_path / f"journal-{mode}-{case}.jsonl"
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVER), "--case", case, "--schema", schema, "--transport", mode,
-             "--port", "0", "--journal", str(self.journal_path)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+            [
+                sys.executable,
+                str(SERVER),
+                "--case",
+                case,
+                "--schema",
+                schema,
+                "--transport",
+                mode,
+                "--port",
+                "0",
+                "--journal",
+                str(self.journal_path),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # the one line the harness reads
         assert line, self.process.stderr.read().decode() if self.process.stderr else "no URL line"
@@ -74,16 +101,25 @@ class Server:
         assert line == (json.dumps({"url": self.url}) + "\n").encode()
         self.session: str | None = None
 
-    def post(self, message: Any, *, session: str | None | bool = True, accept: str = ACCEPT,
-             headers: dict[str, str] | None = None, raw: bytes | None = None, path: str | None = None) -> Reply:
+    def post(
+        self,
+        message: Any,
+        *,
+        session: str | bool | None = True,
+        accept: str = ACCEPT,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+        path: str | None = None,
+    ) -> Reply:
         all_headers = {"Content-Type": "application/json", "Accept": accept, **(headers or {})}
         sid = self.session if session is True else (session or None)
         if sid:
             all_headers["Mcp-Session-Id"] = sid
         return self.request("POST", raw if raw is not None else json.dumps(message).encode(), all_headers, path)
 
-    def request(self, method: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-                path: str | None = None) -> Reply:
+    def request(
+        self, method: str, body: bytes | None = None, headers: dict[str, str] | None = None, path: str | None = None
+    ) -> Reply:
         url = self.url if path is None else self.url.rsplit("/", 1)[0] + path
         request = urllib.request.Request(url, data=body, headers=headers or {}, method=method)
         try:
@@ -96,8 +132,13 @@ class Server:
         reply = self.post(INITIALIZE, session=False)
         self.session = reply.headers.get("Mcp-Session-Id")
         assert reply.status == 200 and self.session
-        assert self.post({"jsonrpc": "2.0", "method": "notifications/initialized"},
-                         headers={"MCP-Protocol-Version": "2025-11-25"}).status == 202
+        assert (
+            self.post(
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers={"MCP-Protocol-Version": "2025-11-25"},
+            ).status
+            == 202
+        )
         return reply
 
     def stop(self) -> list[dict[str, Any]]:
@@ -141,8 +182,9 @@ def test_initialize_list_call_ok(servers: Any, mode: str) -> None:
     assert answer["id"] == 1 and answer["result"]["protocolVersion"] == "2025-11-25"
     assert answer["result"]["serverInfo"]["name"] == "mcp-client-matrix-reference"
 
-    listed = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                         headers={"MCP-Protocol-Version": "2025-11-25"})
+    listed = server.post(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers={"MCP-Protocol-Version": "2025-11-25"}
+    )
     assert listed.status == 200 and listed.headers.get("Mcp-Session-Id") == server.session
     [tools] = listed.messages()
     assert [tool["name"] for tool in tools["result"]["tools"]] == ["get_account_balance", "echo"]
@@ -151,11 +193,22 @@ def test_initialize_list_call_ok(servers: Any, mode: str) -> None:
     called = server.post(CALL, headers={"MCP-Protocol-Version": "2025-11-25"})
     assert called.status == 200 and called.content_type == CONTENT_TYPE[mode]
     [result] = called.messages()
-    assert result == {"jsonrpc": "2.0", "id": 3, "result": {
-        "content": [{"type": "text", "text": json.dumps(ACCOUNT, separators=(", ", ": "))}],
-        "structuredContent": ACCOUNT}}
-    echo = server.post({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                        "params": {"name": "echo", "arguments": {"text": "follow-up"}}})
+    assert result == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {
+            "content": [{"type": "text", "text": json.dumps(ACCOUNT, separators=(", ", ": "))}],
+            "structuredContent": ACCOUNT,
+        },
+    }
+    echo = server.post(
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "follow-up"}},
+        }
+    )
     assert echo.messages()[0]["result"]["content"] == [{"type": "text", "text": "follow-up"}]
 
     journal = server.stop()
@@ -164,8 +217,12 @@ def test_initialize_list_call_ok(servers: Any, mode: str) -> None:
     assert start["case"] == "ok"
     recv = [e for e in journal if e["event"] == "recv"]
     assert [(e["method"], e["kind"], e["http"]["status"]) for e in recv] == [
-        ("initialize", "request", 200), ("notifications/initialized", "notification", 202),
-        ("tools/list", "request", 200), ("tools/call", "request", 200), ("tools/call", "request", 200)]
+        ("initialize", "request", 200),
+        ("notifications/initialized", "notification", 202),
+        ("tools/list", "request", 200),
+        ("tools/call", "request", 200),
+        ("tools/call", "request", 200),
+    ]
     assert recv[0]["http"]["session"] is None and recv[2]["http"]["session"] == server.session
     assert recv[0]["bytes"] == len(json.dumps(INITIALIZE).encode())
     sends = [e for e in journal if e["event"] == "send"]
@@ -174,8 +231,13 @@ def test_initialize_list_call_ok(servers: Any, mode: str) -> None:
     assert call_send["message"] == result and call_send["error"] is None
     assert call_send["bytes"] == len(called.body)  # the JSON body, or the whole (only) SSE event
     assert call_send["sha256"] == hashlib.sha256(called.body).hexdigest()
-    assert call_send["http"] == {"method": "POST", "path": "/mcp", "status": 200,
-                                 "content_type": CONTENT_TYPE[mode], "session": server.session}
+    assert call_send["http"] == {
+        "method": "POST",
+        "path": "/mcp",
+        "status": 200,
+        "content_type": CONTENT_TYPE[mode],
+        "session": server.session,
+    }
     assert journal[-1]["event"] == "exit" and journal[-1]["reason"] == "signal"
     assert journal[-1]["detail"] == "SIGTERM"
     assert server.process.returncode == 128 + signal.SIGTERM
@@ -238,8 +300,10 @@ def test_sessions_headers_and_refusals(servers: Any, mode: str) -> None:
     assert server.post(ping, path="/other").status == 404
 
     # responses and notifications: 202, no body
-    for message in ({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
-                    {"jsonrpc": "2.0", "id": "x", "result": {}}):
+    for message in (
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "id": "x", "result": {}},
+    ):
         accepted = server.post(message)
         assert accepted.status == 202 and accepted.body == b"" and "Content-Type" not in accepted.headers
 
@@ -252,8 +316,11 @@ def test_sessions_headers_and_refusals(servers: Any, mode: str) -> None:
     assert server.request("DELETE", headers={"Mcp-Session-Id": server.session or ""}).status == 404
 
     journal = server.stop()
-    refused = [(e["http"]["status"], e["http"].get("reason")) for e in journal if e["event"] == "recv"
-               and e["http"]["status"] >= 400]
+    refused = [
+        (e["http"]["status"], e["http"].get("reason"))
+        for e in journal
+        if e["event"] == "recv" and e["http"]["status"] >= 400
+    ]
     assert (406, "Accept lacks application/json or text/event-stream") in refused
     assert (403, "Origin 'http://evil.example' is not a local origin") in refused
     invalid = [e for e in journal if e["event"] == "recv" and e["kind"] == "invalid"]
@@ -267,35 +334,59 @@ def test_sessions_headers_and_refusals(servers: Any, mode: str) -> None:
 def test_conformance_session_streams_and_asks_the_client(servers: Any) -> None:
     """``--case conformance`` over http-sse: notifications and a server request on the call's stream."""
     server = servers("http-sse", "conformance")
-    init = server.post({**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"sampling": {}}}},
-                       session=False)
+    init = server.post(
+        {**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {"sampling": {}}}}, session=False
+    )
     server.session = init.headers["Mcp-Session-Id"]
     assert init.messages()[0]["result"]["capabilities"]["logging"] == {}
 
-    progress = server.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p"}}})
+    progress = server.post(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p"}},
+        }
+    )
     messages = progress.messages()
     assert [m.get("method") for m in messages] == ["notifications/progress"] * 3 + [None]
     assert [m["params"]["progress"] for m in messages[:3]] == [0, 50, 100] and messages[3]["id"] == 2
 
     # The sampling request arrives on the call's stream; the client answers with a POST.
-    request = urllib.request.Request(server.url, method="POST", data=json.dumps({
-        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "test_sampling", "arguments": {"prompt": "hi"}}}).encode(),
-        headers={"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Session-Id": server.session})
+    request = urllib.request.Request(
+        server.url,
+        method="POST",
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "test_sampling", "arguments": {"prompt": "hi"}},
+            }
+        ).encode(),
+        headers={"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Session-Id": server.session},
+    )
     events: list[dict[str, Any]] = []
     with urllib.request.urlopen(request, timeout=30) as stream:
         for line in stream:
             if not line.startswith(b"data: "):
                 continue
-            event = json.loads(line[len(b"data: "):])
+            event = json.loads(line[len(b"data: ") :])
             events.append(event)
             if event.get("method") == "sampling/createMessage":
-                answered = server.post({"jsonrpc": "2.0", "id": event["id"], "result": {
-                    "role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}})
+                answered = server.post(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": event["id"],
+                        "result": {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"},
+                    }
+                )
                 assert answered.status == 202
-    assert events[-1] == {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text",
-                                                                             "text": "LLM response: hello"}]}}
+    assert events[-1] == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {"content": [{"type": "text", "text": "LLM response: hello"}]},
+    }
     journal = server.stop()
     assert [e["kind"] for e in journal if e["event"] == "recv"][-1] == "response"
 
@@ -303,10 +394,11 @@ def test_conformance_session_streams_and_asks_the_client(servers: Any) -> None:
 def test_exit_on_sigterm_while_a_request_is_open(servers: Any) -> None:
     server = servers("http-sse", "latency")
     server.initialize()
+
     def call() -> None:  # answered after 2 s, unless the server is gone by then
         try:
             server.post(CALL)
-        except Exception:  # noqa: BLE001 - the stream is cut by the signal
+        except Exception:
             pass
 
     thread = threading.Thread(target=call, daemon=True)
@@ -325,10 +417,18 @@ def test_a_client_that_stops_reading_blocks_nobody_else(servers: Any) -> None:
     body = json.dumps(CALL).encode()
     stalled = socket.create_connection((host, int(port)))
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    stalled.sendall(b"POST /mcp HTTP/1.1\r\nHost: " + f"{host}:{port}".encode()
-                    + b"\r\nContent-Type: application/json\r\nAccept: " + ACCEPT.encode()
-                    + b"\r\nMcp-Session-Id: " + (server.session or "").encode()
-                    + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    stalled.sendall(
+        b"POST /mcp HTTP/1.1\r\nHost: "
+        + f"{host}:{port}".encode()
+        + b"\r\nContent-Type: application/json\r\nAccept: "
+        + ACCEPT.encode()
+        + b"\r\nMcp-Session-Id: "
+        + (server.session or "").encode()
+        + b"\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
     try:
         time.sleep(0.3)  # the server is now blocked writing the answer
         started = time.monotonic()

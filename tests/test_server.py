@@ -1,10 +1,13 @@
-"""The reference server emits each case's exact frame (observed through the raw adapter)."""
+"""The reference server emits each case's exact frame (observed through the raw adapter), and lists
+its tools as the schema mode says (over stdio directly: the raw adapter never calls tools/list)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +20,17 @@ ACCOUNT = {"account_id": "ACC-4471", "balance_minor": 4071877, "currency": "USD"
 OTHER = {"account_id": "ACC-5518", "balance_minor": 129900, "currency": "EUR", "as_of": "2026-01-15T09:30:00Z"}
 FULL = json.dumps(ACCOUNT, separators=(", ", ": "))
 ERROR_TEXT = "Ledger service unavailable: could not read balance of ACC-4471"
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "account_id": {"type": "string"},
+        "balance_minor": {"type": "integer"},
+        "currency": {"type": "string"},
+        "as_of": {"type": "string"},
+    },
+    "required": ["account_id", "balance_minor", "currency", "as_of"],
+    "additionalProperties": False,
+}
 
 
 def text(data: object) -> dict[str, str]:
@@ -27,25 +41,35 @@ def text(data: object) -> dict[str, str]:
 EXPECTED_SCHEMA_RESULTS = {
     "ok": {"content": [text(ACCOUNT)], "structuredContent": ACCOUNT},
     "no-structured": {"content": [text(ACCOUNT)]},
-    "type-swap": {"content": [text({**ACCOUNT, "balance_minor": "4071877"})],
-                  "structuredContent": {**ACCOUNT, "balance_minor": "4071877"}},
-    "drop-required": {"content": [text({k: v for k, v in ACCOUNT.items() if k != "currency"})],
-                      "structuredContent": {k: v for k, v in ACCOUNT.items() if k != "currency"}},
-    "extra-field": {"content": [text({**ACCOUNT, "branch": "Zurich-3"})],
-                    "structuredContent": {**ACCOUNT, "branch": "Zurich-3"}},
+    "type-swap": {
+        "content": [text({**ACCOUNT, "balance_minor": "4071877"})],
+        "structuredContent": {**ACCOUNT, "balance_minor": "4071877"},
+    },
+    "drop-required": {
+        "content": [text({k: v for k, v in ACCOUNT.items() if k != "currency"})],
+        "structuredContent": {k: v for k, v in ACCOUNT.items() if k != "currency"},
+    },
+    "extra-field": {
+        "content": [text({**ACCOUNT, "branch": "Zurich-3"})],
+        "structuredContent": {**ACCOUNT, "branch": "Zurich-3"},
+    },
     "wrong-container": {"content": [text([ACCOUNT])], "structuredContent": [ACCOUNT]},
     "null-structured": {"content": [text(ACCOUNT)], "structuredContent": None},
-    "iserror-bad-structured": {"content": [{"type": "text", "text": ERROR_TEXT}],
-                               "structuredContent": {"error": "ledger_unavailable"}, "isError": True},
+    "iserror-bad-structured": {
+        "content": [{"type": "text", "text": ERROR_TEXT}],
+        "structuredContent": {"error": "ledger_unavailable"},
+        "isError": True,
+    },
     "iserror-plain": {"content": [{"type": "text", "text": ERROR_TEXT}], "isError": True},
     "iserror-valid-structured": {"content": [text(ACCOUNT)], "structuredContent": ACCOUNT, "isError": True},
     "diverge": {"content": [text(OTHER)], "structuredContent": ACCOUNT},
     "empty-content-structured": {"content": [], "structuredContent": ACCOUNT},
     "missing-content": {"structuredContent": ACCOUNT},
     "corrupt-plausible": {"content": [text(OTHER)], "structuredContent": OTHER},
-    "error": {"content": [{"type": "text",
-                           "text": "Error executing tool get_account_balance: account ACC-4471 is locked"}],
-              "isError": True},
+    "error": {
+        "content": [{"type": "text", "text": "Error executing tool get_account_balance: account ACC-4471 is locked"}],
+        "isError": True,
+    },
     "empty-string": {"content": [{"type": "text", "text": ""}]},
     "truncate": {"content": [{"type": "text", "text": FULL[: len(FULL) // 2]}]},
     "latency": {"content": [text(ACCOUNT)], "structuredContent": ACCOUNT},
@@ -65,20 +89,30 @@ EXPECTED_SIZES = {
 
 
 def test_server_implements_exactly_the_catalog():
-    listed = subprocess.run([sys.executable, str(REPO / "servers" / "reference"), "--list-cases"],
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [sys.executable, str(REPO / "servers" / "reference"), "--list-cases"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert json.loads(listed) == [case.id for case in catalog.CASES]
 
 
 URI = "ledger://accounts/ACC-4471"
 EXPECTED_PROTOCOL_RESULTS = {
-    "unknown-content-type": {"content": [{"type": "hologram", "data": "SG9sb2dyYW0=", "mimeType": "model/hologram"},
-                                         text(ACCOUNT)]},
+    "unknown-content-type": {
+        "content": [{"type": "hologram", "data": "SG9sb2dyYW0=", "mimeType": "model/hologram"}, text(ACCOUNT)]
+    },
     "content-missing-type": {"content": [{"text": FULL}]},
-    "resource-link": {"content": [text(ACCOUNT), {"type": "resource_link", "uri": URI, "name": "ACC-4471 balance",
-                                                  "mimeType": "application/json"}]},
-    "embedded-resource": {"content": [{"type": "resource", "resource": {"uri": URI, "mimeType": "application/json",
-                                                                        "text": FULL}}]},
+    "resource-link": {
+        "content": [
+            text(ACCOUNT),
+            {"type": "resource_link", "uri": URI, "name": "ACC-4471 balance", "mimeType": "application/json"},
+        ]
+    },
+    "embedded-resource": {
+        "content": [{"type": "resource", "resource": {"uri": URI, "mimeType": "application/json", "text": FULL}}]
+    },
 }
 EXPECTED_PROTOCOL_ERRORS = {
     "jsonrpc-error": (-32603, "Internal error: ledger unavailable"),
@@ -90,8 +124,15 @@ TRANSPORT_CASES = {case.id for case in catalog.CASES if case.family == "transpor
 
 
 def test_expectations_cover_every_case():
-    covered = (set(EXPECTED_SCHEMA_RESULTS) | set(EXPECTED_SIZES) | {"many-blocks"} | set(EXPECTED_PROTOCOL_RESULTS)
-               | set(EXPECTED_PROTOCOL_ERRORS) | OTHER_PROTOCOL_CASES | TRANSPORT_CASES)
+    covered = (
+        set(EXPECTED_SCHEMA_RESULTS)
+        | set(EXPECTED_SIZES)
+        | {"many-blocks"}
+        | set(EXPECTED_PROTOCOL_RESULTS)
+        | set(EXPECTED_PROTOCOL_ERRORS)
+        | OTHER_PROTOCOL_CASES
+        | TRANSPORT_CASES
+    )
     assert covered == {case.id for case in catalog.CASES}
 
 
@@ -100,20 +141,88 @@ def raw_run(tmp_path_factory):
     from .conftest import Checkout
 
     checkout = Checkout(tmp_path_factory.mktemp("raw") / "checkout", ["raw-jsonrpc"])
-    checkout.harness("run", "--run-id", "raw", "--transport", "stdio", "--family", "schema", "--family", "size",
-                     "--family", "protocol")
+    checkout.harness(
+        "run",
+        "--run-id",
+        "raw",
+        "--transport",
+        "stdio",
+        "--family",
+        "schema",
+        "--family",
+        "size",
+        "--family",
+        "protocol",
+    )
     return {record["case"] + "/" + record["schema"]: record for record in checkout.records("raw")}
 
 
 @pytest.mark.parametrize("case_id", sorted(EXPECTED_SCHEMA_RESULTS))
 @pytest.mark.parametrize("schema", ["advertised", "hidden"])
 def test_schema_case_frames(raw_run, case_id, schema):
+    """The call's result does not depend on the schema mode. The raw adapter calls without listing
+    first, so what each mode lists is checked by ``test_tools_list_schema_modes``."""
     record = raw_run[f"{case_id}/{schema}"]
     [call] = record["observation"]["calls"]
     assert call["status"] == "returned"
     assert call["result"] == EXPECTED_SCHEMA_RESULTS[case_id]
-    listed = [e for e in record["journal"] if e.get("event") == "recv" and e.get("method") == "initialize"]
-    assert len(listed) == 1
+    [start] = [e for e in record["journal"] if e.get("event") == "start"]
+    assert start["schema"] == schema
+
+
+def list_tools(case_id: str, schema: str, journal: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """initialize, notifications/initialized and tools/list sent to the server over stdio; returns the
+    tools/list response and the server's journal."""
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test-server", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "servers" / "reference"),
+            "--case",
+            case_id,
+            "--schema",
+            schema,
+            "--journal",
+            str(journal),
+        ],
+        input="".join(json.dumps(frame) + "\n" for frame in frames).encode(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    [listed] = [m for m in map(json.loads, done.stdout.splitlines()) if m.get("id") == 2]
+    return listed, [json.loads(line) for line in journal.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("case_id", sorted(EXPECTED_SCHEMA_RESULTS))
+@pytest.mark.parametrize("schema", ["advertised", "hidden", "none"])
+def test_tools_list_schema_modes(tmp_path, case_id, schema):
+    """get_account_balance's outputSchema is in the tools/list answer in mode advertised only, and
+    the journal (what the harness classifies with) records exactly that answer."""
+    listed, journal = list_tools(case_id, schema, tmp_path / "journal.jsonl")
+    [balance, echo] = listed["result"]["tools"]
+    assert (balance["name"], echo["name"]) == ("get_account_balance", "echo")
+    if schema == "advertised":
+        assert balance["outputSchema"] == OUTPUT_SCHEMA
+    else:
+        assert "outputSchema" not in balance
+    assert "outputSchema" not in echo
+    assert [e["id"] for e in journal if e.get("event") == "recv" and e.get("method") == "tools/list"] == [2]
+    [sent] = [e for e in journal if e.get("event") == "send" and e.get("id") == 2]
+    assert sent["message"] == listed
 
 
 @pytest.mark.parametrize("case_id", sorted(EXPECTED_SIZES))
@@ -226,10 +335,16 @@ def test_duplicate_crlf_and_notifications(transport_run):
     ids = [frame["id"] for frame in duplicate if frame["kind"] == "response"]
     assert ids.count(2) == 2
     crlf = transport_run["crlf-framing"]
-    assert all(e["bytes"] == len(json.dumps(e["message"], separators=(",", ":"), ensure_ascii=False)
-                                 .encode()) + 2 for e in events(crlf, "send") if e["message"].get("id") == 1)
-    notifications = [f for f in transport_run["interleaved-notifications"]["observation"]["wire"]["frames"]
-                     if f["kind"] == "notification"]
+    assert all(
+        e["bytes"] == len(json.dumps(e["message"], separators=(",", ":"), ensure_ascii=False).encode()) + 2
+        for e in events(crlf, "send")
+        if e["message"].get("id") == 1
+    )
+    notifications = [
+        f
+        for f in transport_run["interleaved-notifications"]["observation"]["wire"]["frames"]
+        if f["kind"] == "notification"
+    ]
     assert len(notifications) == 3
 
 

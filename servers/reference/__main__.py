@@ -17,6 +17,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # also importable when run as ``python -m servers.reference``
@@ -28,6 +30,10 @@ from protocol import Session  # noqa: E402
 from stdio import serve  # noqa: E402
 from stdio_faults import PROBE_KINDS  # noqa: E402
 
+if TYPE_CHECKING:
+    from conformance_tools import ConformanceSession
+    from http_sessions import LockedJournal
+
 SCHEMA_MODES = ("advertised", "hidden", "none")
 TRANSPORTS = ("stdio", "http-json", "http-sse")
 CONFORMANCE_CASE = "conformance"
@@ -36,12 +42,20 @@ CONFORMANCE_CASE = "conformance"
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="reference-server", description=__doc__)
     parser.add_argument("--case", default="ok", help="fault case id (see --list-cases)")
-    parser.add_argument("--schema", default="advertised", choices=SCHEMA_MODES,
-                        help="advertise get_account_balance's outputSchema in tools/list or not")
+    parser.add_argument(
+        "--schema",
+        default="advertised",
+        choices=SCHEMA_MODES,
+        help="advertise get_account_balance's outputSchema in tools/list or not",
+    )
     parser.add_argument("--journal", default=None, help="append the journal (JSON lines) here")
     parser.add_argument("--list-cases", action="store_true", help="print the case ids and exit")
-    parser.add_argument("--transport", default="stdio", choices=TRANSPORTS,
-                        help="stdio, or Streamable HTTP answering with JSON bodies or SSE streams")
+    parser.add_argument(
+        "--transport",
+        default="stdio",
+        choices=TRANSPORTS,
+        help="stdio, or Streamable HTTP answering with JSON bodies or SSE streams",
+    )
     parser.add_argument("--port", type=int, default=0, help="HTTP port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--probe-kind", choices=PROBE_KINDS, help="with --case probe: the payload kind")
     parser.add_argument("--probe-bytes", type=int, help="with --case probe: the exact frame size")
@@ -63,12 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.case not in CASES and args.case not in (CONFORMANCE_CASE, PROBE_CASE.id):
         print(f"reference-server: unknown case {args.case!r}; see --list-cases", file=sys.stderr)
         return 2
-    journal = Journal(args.journal)
+    plain = Journal(args.journal)
+    journal: Journal | LockedJournal = plain
     if args.transport != "stdio":
-        import http_sessions  # noqa: PLC0415 - stdio runs never import the HTTP stack
-        import http_transport  # noqa: PLC0415
+        import http_sessions  # stdio runs never import the HTTP stack
+        import http_transport
 
-        journal = http_sessions.LockedJournal(journal)
+        journal = http_sessions.LockedJournal(plain)
 
     def on_signal(signum: int, _frame: object) -> None:
         journal.write("exit", reason="signal", detail=signal.Signals(signum).name)
@@ -81,10 +96,15 @@ def main(argv: list[str] | None = None) -> int:
             journal.write("start", case=args.case, schema=args.schema, pid=os.getpid(), transport="stdio")
             case = PROBE_CASE if probing else CASES[args.case]
             probe = (args.probe_kind, args.probe_bytes) if probing else None
-            reason = serve(Session(case, args.schema), journal, probe)
+            reason = serve(Session(case, args.schema), plain, probe)
         else:
-            reason = http_transport.serve(_session_factory(args), journal, args.transport, args.port,
-                                          start={"case": args.case, "schema": args.schema, "pid": os.getpid()})
+            reason = http_transport.serve(
+                _session_factory(args),
+                journal,
+                args.transport,
+                args.port,
+                start={"case": args.case, "schema": args.schema, "pid": os.getpid()},
+            )
         journal.write("exit", reason=reason, detail=None)
     except BrokenPipeError as exc:
         journal.write("exit", reason="broken-pipe", detail=str(exc))
@@ -96,10 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _session_factory(args: argparse.Namespace):  # noqa: ANN202
+def _session_factory(args: argparse.Namespace) -> Callable[[], Session | ConformanceSession]:
     """A new protocol session per HTTP session (``initialize``)."""
     if args.case == CONFORMANCE_CASE:
-        from conformance_tools import ConformanceSession  # noqa: PLC0415
+        from conformance_tools import ConformanceSession
 
         return lambda: ConformanceSession(args.schema)
     return lambda: Session(CASES[args.case], args.schema)

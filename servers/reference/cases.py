@@ -7,8 +7,9 @@ module implements them. ``CASES`` maps an id to a :class:`Case`. Every payload i
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from tool import ACCOUNT, OTHER_ACCOUNT, text_of
 
@@ -91,8 +92,10 @@ def _ok() -> dict[str, Any]:
 
 
 _ACCOUNT_URI = "ledger://accounts/ACC-4471"
-_WAV_HEADER = (b"RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00"
-               b"\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00")
+_WAV_HEADER = (
+    b"RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00"
+    b"\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00"
+)
 
 _ERROR_TEXT = "Ledger service unavailable: could not read balance of ACC-4471"
 _FULL_TEXT = text_of(ACCOUNT)
@@ -137,28 +140,78 @@ _DEFINITIONS: list[Case] = [
     Case("many-blocks", lambda: _many_blocks(100_000)),
     Case("three-4mib", lambda: _text_result(ascii_text(4 * MIB))),
     # transport family: the ok result, delivered badly on stdio (see stdio_faults.py)
-    *(Case(case_id, _ok) for case_id in (
-        "stdout-noise", "stdout-banner", "stderr-flood", "malformed-frame", "partial-frame-eof",
-        "exit-mid-call", "no-response", "wrong-id", "duplicate-response", "interleaved-notifications",
-        "crlf-framing", "slow-writer", "cancel-then-followup")),
+    *(
+        Case(case_id, _ok)
+        for case_id in (
+            "stdout-noise",
+            "stdout-banner",
+            "stderr-flood",
+            "malformed-frame",
+            "partial-frame-eof",
+            "exit-mid-call",
+            "no-response",
+            "wrong-id",
+            "duplicate-response",
+            "interleaved-notifications",
+            "crlf-framing",
+            "slow-writer",
+            "cancel-then-followup",
+        )
+    ),
     # protocol family
     Case("version-mismatch", _ok, initialize_version="1999-01-01"),
     Case("jsonrpc-error", _ok, rpc_error={"code": -32603, "message": "Internal error: ledger unavailable"}),
-    Case("jsonrpc-error-data", _ok, rpc_error={
-        "code": -32603, "message": "Internal error: ledger unavailable",
-        "data": {"retry_after_s": 30, "ledger": "primary", "account_id": "ACC-4471"}}),
+    Case(
+        "jsonrpc-error-data",
+        _ok,
+        rpc_error={
+            "code": -32603,
+            "message": "Internal error: ledger unavailable",
+            "data": {"retry_after_s": 30, "ledger": "primary", "account_id": "ACC-4471"},
+        },
+    ),
     Case("error-no-message", _ok, rpc_error={"code": -32603}),
-    Case("unknown-content-type", lambda: {"content": [
-        {"type": "hologram", "data": "SG9sb2dyYW0=", "mimeType": "model/hologram"}, _text(_FULL_TEXT)]}),
+    Case(
+        "unknown-content-type",
+        lambda: {
+            "content": [{"type": "hologram", "data": "SG9sb2dyYW0=", "mimeType": "model/hologram"}, _text(_FULL_TEXT)]
+        },
+    ),
     Case("content-missing-type", lambda: {"content": [{"text": _FULL_TEXT}]}),
-    Case("resource-link", lambda: {"content": [
-        _text(_FULL_TEXT),
-        {"type": "resource_link", "uri": _ACCOUNT_URI, "name": "ACC-4471 balance", "mimeType": "application/json"}]}),
-    Case("embedded-resource", lambda: {"content": [
-        {"type": "resource", "resource": {"uri": _ACCOUNT_URI, "mimeType": "application/json", "text": _FULL_TEXT}}]}),
-    Case("audio", lambda: {"content": [
-        _text(_FULL_TEXT),
-        {"type": "audio", "data": base64.b64encode(_WAV_HEADER).decode("ascii"), "mimeType": "audio/wav"}]}),
+    Case(
+        "resource-link",
+        lambda: {
+            "content": [
+                _text(_FULL_TEXT),
+                {
+                    "type": "resource_link",
+                    "uri": _ACCOUNT_URI,
+                    "name": "ACC-4471 balance",
+                    "mimeType": "application/json",
+                },
+            ]
+        },
+    ),
+    Case(
+        "embedded-resource",
+        lambda: {
+            "content": [
+                {
+                    "type": "resource",
+                    "resource": {"uri": _ACCOUNT_URI, "mimeType": "application/json", "text": _FULL_TEXT},
+                }
+            ]
+        },
+    ),
+    Case(
+        "audio",
+        lambda: {
+            "content": [
+                _text(_FULL_TEXT),
+                {"type": "audio", "data": base64.b64encode(_WAV_HEADER).decode("ascii"), "mimeType": "audio/wav"},
+            ]
+        },
+    ),
 ]
 
 CASES: dict[str, Case] = {case.id: case for case in _DEFINITIONS}

@@ -8,7 +8,7 @@ else (``initialize``, ``ping``, unknown methods) to the ordinary :class:`protoco
 no-fault case ``ok``, so the suite checks the same initialize and transport the matrix uses.
 
 Tools that stream (log and progress notifications) or ask the client something (sampling,
-elicitation) need the :class:`http_sessions.SseStream` the transport passes to
+elicitation) need the :class:`http_writers.SseStream` the transport passes to
 :meth:`ConformanceSession.handle_streaming` in ``http-sse`` mode. Without one (``http-json``) the
 notifications are left out and the asking tools answer ``isError: true``.
 """
@@ -21,7 +21,8 @@ import struct
 import threading
 import time
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cases import CASES
 from protocol import Session
@@ -43,8 +44,17 @@ def _wav_silence(samples: int = 80) -> bytes:
     """10 ms of 16-bit mono silence at 8 kHz."""
     data = b"\x00\x00" * samples
     fmt = struct.pack("<HHIIHH", 1, 1, 8000, 16000, 2, 16)
-    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE" + b"fmt " + struct.pack("<I", 16) + fmt
-            + b"data" + struct.pack("<I", len(data)) + data)
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + len(data))
+        + b"WAVE"
+        + b"fmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", len(data))
+        + data
+    )
 
 
 PNG_B64 = base64.b64encode(_png_1x1_red()).decode("ascii")
@@ -62,8 +72,7 @@ def _tool(name: str, description: str, input_schema: dict[str, Any] | None = Non
 
 
 def _string_arg(name: str, description: str) -> dict[str, Any]:
-    return {"type": "object", "properties": {name: {"type": "string", "description": description}},
-            "required": [name]}
+    return {"type": "object", "properties": {name: {"type": "string", "description": description}}, "required": [name]}
 
 
 TOOLS: list[dict[str, Any]] = [
@@ -75,26 +84,39 @@ TOOLS: list[dict[str, Any]] = [
     _tool("test_tool_with_logging", "Sends three info log notifications while it runs."),
     _tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100 when given a progressToken."),
     _tool("test_error_handling", "Always fails with isError: true."),
-    _tool("test_sampling", "Asks the client for an LLM completion (sampling/createMessage).",
-          _string_arg("prompt", "The prompt to send to the LLM")),
-    _tool("test_elicitation", "Asks the user for input (elicitation/create).",
-          _string_arg("message", "The message to show the user")),
+    _tool(
+        "test_sampling",
+        "Asks the client for an LLM completion (sampling/createMessage).",
+        _string_arg("prompt", "The prompt to send to the LLM"),
+    ),
+    _tool(
+        "test_elicitation",
+        "Asks the user for input (elicitation/create).",
+        _string_arg("message", "The message to show the user"),
+    ),
     _tool("test_elicitation_sep1034_defaults", "Elicitation whose schema has defaults for every primitive type."),
     _tool("test_elicitation_sep1330_enums", "Elicitation with the five enum schema variants of SEP-1330."),
-    _tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)", {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "$defs": {"address": {"type": "object",
-                              "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
-        "additionalProperties": False,
-    }),
+    _tool(
+        "json_schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}
+            },
+            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "additionalProperties": False,
+        },
+    ),
 ]
 
 ELICIT_USER = {
     "type": "object",
-    "properties": {"username": {"type": "string", "description": "User's response"},
-                   "email": {"type": "string", "description": "User's email address"}},
+    "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    },
     "required": ["username", "email"],
 }
 ELICIT_DEFAULTS = {
@@ -103,8 +125,12 @@ ELICIT_DEFAULTS = {
         "name": {"type": "string", "description": "User name", "default": "John Doe"},
         "age": {"type": "integer", "description": "User age", "default": 30},
         "score": {"type": "number", "description": "User score", "default": 95.5},
-        "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"],
-                   "default": "active"},
+        "status": {
+            "type": "string",
+            "description": "User status",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
         "verified": {"type": "boolean", "description": "Verification status", "default": True},
     },
     "required": [],
@@ -112,19 +138,46 @@ ELICIT_DEFAULTS = {
 ELICIT_ENUMS = {
     "type": "object",
     "properties": {
-        "untitledSingle": {"type": "string", "description": "Select one option",
-                           "enum": ["option1", "option2", "option3"]},
-        "titledSingle": {"type": "string", "description": "Select one option with titles", "oneOf": [
-            {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
-            {"const": "value3", "title": "Third Option"}]},
-        "legacyEnum": {"type": "string", "description": "Select one option (legacy)",
-                       "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
-        "untitledMulti": {"type": "array", "description": "Select multiple options", "minItems": 1, "maxItems": 3,
-                          "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-        "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1,
-                        "maxItems": 3, "items": {"anyOf": [
-                            {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
-                            {"const": "value3", "title": "Third Choice"}]}},
+        "untitledSingle": {
+            "type": "string",
+            "description": "Select one option",
+            "enum": ["option1", "option2", "option3"],
+        },
+        "titledSingle": {
+            "type": "string",
+            "description": "Select one option with titles",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "description": "Select one option (legacy)",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "description": "Select multiple options",
+            "minItems": 1,
+            "maxItems": 3,
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "description": "Select multiple options with titles",
+            "minItems": 1,
+            "maxItems": 3,
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
     },
     "required": [],
 }
@@ -154,7 +207,8 @@ class ConformanceSession:
         if not isinstance(message, dict) or "method" not in message or "id" not in message:
             return []
         msg_id, method = message["id"], message["method"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw_params = message.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         if method == "initialize":
             with self._lock:
                 answers = self._base.handle(message)
@@ -178,15 +232,16 @@ class ConformanceSession:
             tool = _CALLS.get(name) if isinstance(name, str) else None
             if tool is None:
                 return [_rpc_error(msg_id, -32602, f"Unknown tool: {name}")]
-            arguments = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
-            meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+            raw_arguments, raw_meta = params.get("arguments"), params.get("_meta")
+            arguments: dict[str, Any] = raw_arguments if isinstance(raw_arguments, dict) else {}
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
             return [_reply(msg_id, tool(self, _Call(stream, arguments, meta.get("progressToken"))))]
         with self._lock:
             return self._base.handle(message)
 
     # -- helpers for the tools -------------------------------------------------------------------
 
-    def log(self, call: "_Call", level: str, data: Any) -> None:
+    def log(self, call: _Call, level: str, data: Any) -> None:
         if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
             call.notify("notifications/message", {"level": level, "data": data})
 
@@ -225,6 +280,7 @@ def _rpc_error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
 
 # -- the tools ------------------------------------------------------------------------------------
 
+
 def _simple_text(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
     return {"content": [_text("This is a simple text response for testing.")]}
 
@@ -238,17 +294,35 @@ def _audio(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
 
 
 def _embedded(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
-    return {"content": [{"type": "resource", "resource": {
-        "uri": "test://embedded-resource", "mimeType": "text/plain", "text": "This is an embedded resource content."}}]}
+    return {
+        "content": [
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "test://embedded-resource",
+                    "mimeType": "text/plain",
+                    "text": "This is an embedded resource content.",
+                },
+            }
+        ]
+    }
 
 
 def _mixed(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
-    return {"content": [
-        _text("Multiple content types test:"),
-        {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
-        {"type": "resource", "resource": {"uri": "test://mixed-content-resource", "mimeType": "application/json",
-                                          "text": json.dumps({"test": "data", "value": 123})}},
-    ]}
+    return {
+        "content": [
+            _text("Multiple content types test:"),
+            {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "test://mixed-content-resource",
+                    "mimeType": "application/json",
+                    "text": json.dumps({"test": "data", "value": 123}),
+                },
+            },
+        ]
+    }
 
 
 def _logging(session: ConformanceSession, call: _Call) -> dict[str, Any]:
@@ -264,8 +338,15 @@ def _progress(_session: ConformanceSession, call: _Call) -> dict[str, Any]:
         if step:
             time.sleep(STEP_S)
         if call.progress_token is not None:
-            call.notify("notifications/progress", {"progressToken": call.progress_token, "progress": progress,
-                                                   "total": 100, "message": f"Completed step {progress} of 100"})
+            call.notify(
+                "notifications/progress",
+                {
+                    "progressToken": call.progress_token,
+                    "progress": progress,
+                    "total": 100,
+                    "message": f"Completed step {progress} of 100",
+                },
+            )
     return {"content": [_text(f"Progress reported for token {call.progress_token!r}")]}
 
 
@@ -280,18 +361,20 @@ def _sampling(session: ConformanceSession, call: _Call) -> dict[str, Any]:
     if not session.supports("sampling"):
         return _error_result("The client does not support sampling")
     try:
-        result = call.ask("sampling/createMessage", {
-            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100})
-    except Exception as exc:  # noqa: BLE001 - reported to the caller as the tool's error
+        result = call.ask(
+            "sampling/createMessage",
+            {"messages": [{"role": "user", "content": {"type": "text", "text": prompt}}], "maxTokens": 100},
+        )
+    except Exception as exc:
         return _error_result(f"Sampling failed: {exc}")
     content = result.get("content")
     text = content.get("text") if isinstance(content, dict) else None
     return {"content": [_text(f"LLM response: {text if text is not None else 'No response'}")]}
 
 
-def _elicit(message: str, schema: dict[str, Any], prefix: str) -> Callable[[ConformanceSession, _Call], dict]:
+def _elicit(message: str, schema: dict[str, Any], prefix: str) -> Callable[[ConformanceSession, _Call], dict[str, Any]]:
     def tool(session: ConformanceSession, call: _Call) -> dict[str, Any]:
-        text = message
+        text: Any = message
         if not text:
             text = call.arguments.get("message")
             if not isinstance(text, str):
@@ -300,7 +383,7 @@ def _elicit(message: str, schema: dict[str, Any], prefix: str) -> Callable[[Conf
             return _error_result("The client does not support elicitation")
         try:
             result = call.ask("elicitation/create", {"message": text, "requestedSchema": schema})
-        except Exception as exc:  # noqa: BLE001 - reported to the caller as the tool's error
+        except Exception as exc:
             return _error_result(f"Elicitation failed: {exc}")
         content = json.dumps(result.get("content") or {})
         return {"content": [_text(f"{prefix}: action={result.get('action')}, content={content}")]}
@@ -324,9 +407,11 @@ _CALLS: dict[str, Callable[[ConformanceSession, _Call], dict[str, Any]]] = {
     "test_sampling": _sampling,
     "test_elicitation": _elicit("", ELICIT_USER, "User response"),
     "test_elicitation_sep1034_defaults": _elicit(
-        "Please review and update the form fields with defaults", ELICIT_DEFAULTS, "Elicitation completed"),
+        "Please review and update the form fields with defaults", ELICIT_DEFAULTS, "Elicitation completed"
+    ),
     "test_elicitation_sep1330_enums": _elicit(
-        "Please select options from the enum fields", ELICIT_ENUMS, "Elicitation completed"),
+        "Please select options from the enum fields", ELICIT_ENUMS, "Elicitation completed"
+    ),
     "json_schema_2020_12_tool": _json_schema_tool,
 }
 assert set(_CALLS) == {tool["name"] for tool in TOOLS}, "every listed tool is callable"

@@ -1,35 +1,18 @@
-"""What the Streamable HTTP transport keeps per MCP session and per SSE answer.
+"""What the Streamable HTTP transport keeps per MCP session, and its journal shared by all requests.
 
 - :class:`LockedJournal`: the journal written from many request threads, in wire order.
 - :class:`HttpSession`: one MCP session (its protocol session object, negotiated version, and the
   server-to-client requests waiting for the client's answer).
-- :class:`SseStream`: the ``text/event-stream`` answering one POSTed request, on which a session may
-  also send notifications and requests (the conformance tools do).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-import wire
 from journal import Journal
-
-if TYPE_CHECKING:
-    from http_transport import McpHandler
-
-SERVER_REQUEST_TIMEOUT_S = 30.0
-
-
-def encode(message: Any) -> bytes:
-    """Compact UTF-8 JSON, as on stdio (without the newline)."""
-    return wire.encode(message, newline=b"")
-
-
-def sse_event(message: Any) -> bytes:
-    """One SSE event carrying ``message``; compact JSON has no raw newline, so one ``data`` line."""
-    return b"event: message\ndata: " + encode(message) + b"\n\n"
 
 
 class LockedJournal:
@@ -112,76 +95,3 @@ class HttpSession:
         with self._pending_lock:
             slot = self._pending.pop(request_id, None)
         return None if slot is None else slot["response"]
-
-
-class StreamClosed(Exception):
-    """The client went away (or the answer cannot be streamed)."""
-
-
-class SseStream:
-    """The ``text/event-stream`` answering one POSTed request, open until :meth:`finish`."""
-
-    def __init__(self, handler: "McpHandler", http_session: HttpSession) -> None:
-        self._handler = handler
-        self._http_session = http_session
-        self._lock = threading.Lock()
-        self.started = False
-        self.finished = False
-
-    def start(self) -> None:
-        """Send the status line and headers (right away, as SDK servers do for SSE)."""
-        with self._lock:
-            if self.started:
-                return
-            self.started = True
-            h = self._handler
-            h.send_response(200)
-            h.send_header("Content-Type", "text/event-stream")
-            h.send_header("Cache-Control", "no-cache")
-            h.send_header("Transfer-Encoding", "chunked")
-            h.send_header("Mcp-Session-Id", self._http_session.id)
-            h.end_headers()
-
-    def send(self, message: dict[str, Any]) -> None:
-        """Write one ``event: message`` (one chunk), journaled; raises :class:`StreamClosed`."""
-        self.start()
-        event = sse_event(message)
-        with self._lock:
-            if self.finished:
-                raise StreamClosed("the stream has ended")
-            self._handler.write_journaled(message, event, "text/event-stream", self._http_session.id,
-                                          prefix=b"%x\r\n" % len(event), suffix=b"\r\n")
-
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-
-    def request(self, method: str, params: dict[str, Any] | None = None,
-                timeout_s: float = SERVER_REQUEST_TIMEOUT_S) -> dict[str, Any]:
-        """Send a request to the client on this stream; returns its JSON-RPC response message."""
-        request_id = self._http_session.next_request_id()
-        arrived = self._http_session.expect(request_id)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        try:
-            self.send(message)
-        except BaseException:
-            self._http_session.collect(request_id)
-            raise
-        arrived.wait(timeout_s)
-        response = self._http_session.collect(request_id)
-        if response is None:
-            raise TimeoutError(f"no response to {method} within {timeout_s} s")
-        return response
-
-    def finish(self) -> None:
-        """End the stream (the terminating chunk); the connection stays open for the next request."""
-        self.start()
-        with self._lock:
-            if self.finished:
-                return
-            self.finished = True
-            self._handler.wfile.write(b"0\r\n\r\n")

@@ -33,7 +33,7 @@ class Journal:
         self._file: TextIO | None = None
         if path:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            self._file = open(path, "a", encoding="utf-8")
+            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the server's lifetime
 
     def write(self, event: str, **fields: Any) -> None:
         """Append one event; values are elided so the journal stays small."""

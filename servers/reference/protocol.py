@@ -92,5 +92,10 @@ class Session:
 
     def is_case_call(self, message: Any) -> bool:
         """Whether ``message`` is a ``tools/call`` of the faulty tool (not the follow-up)."""
-        return (isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message
-                and isinstance(message.get("params"), dict) and message["params"].get("name") == TOOL_NAME)
+        return (
+            isinstance(message, dict)
+            and message.get("method") == "tools/call"
+            and "id" in message
+            and isinstance(message.get("params"), dict)
+            and message["params"].get("name") == TOOL_NAME
+        )

@@ -8,12 +8,11 @@ cases without one are plain.
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 import time
 from typing import Any
-
-import base64
 
 from cases import MIB, ascii_text, cjk_text
 from protocol import Session
@@ -132,12 +131,22 @@ class DuplicateResponse(Fault):
 
 def _notifications(message: dict[str, Any], index: int, total: int) -> list[dict[str, Any]]:
     """A log notification, and a progress notification when the request asked for progress."""
-    out: list[dict[str, Any]] = [{"jsonrpc": "2.0", "method": "notifications/message", "params": {
-        "level": "info", "logger": "ledger", "data": f"reading ACC-4471, step {index + 1} of {total}"}}]
+    out: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "logger": "ledger", "data": f"reading ACC-4471, step {index + 1} of {total}"},
+        }
+    ]
     token = ((message.get("params") or {}).get("_meta") or {}).get("progressToken")
     if token is not None:
-        out.append({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-            "progressToken": token, "progress": index + 1, "total": total}})
+        out.append(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": index + 1, "total": total},
+            }
+        )
     return out
 
 
@@ -155,25 +164,39 @@ class CrlfFraming(Fault):
 
 class SlowWriter(Fault):
     def answer_case(self, wire: Wire, session: Session, message: dict[str, Any]) -> None:
-        response = {"jsonrpc": "2.0", "id": message["id"],
-                    "result": {"content": [{"type": "text", "text": ascii_text(SLOW_WRITER_BYTES)}]}}
+        response = {
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {"content": [{"type": "text", "text": ascii_text(SLOW_WRITER_BYTES)}]},
+        }
         frame = encode(response)
         blocked_ms, sent, error = 0.0, 0, None
         started = time.monotonic()
         with wire.lock:
             try:
                 while sent < len(frame):
-                    blocked_ms += wire.write_timed(wire.out, frame[sent: sent + SLOW_CHUNK])
+                    blocked_ms += wire.write_timed(wire.out, frame[sent : sent + SLOW_CHUNK])
                     sent = min(len(frame), sent + SLOW_CHUNK)
                     time.sleep(SLOW_PAUSE_S)
             except OSError as exc:  # the client closed its end mid-frame
                 error = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                wire.journal.write("send", bytes=len(frame), id=response["id"], sha256=None,
-                                   write_ms=round(blocked_ms, 3), error=error, message=response,
-                                   slow={"chunk": SLOW_CHUNK, "pause_ms": SLOW_PAUSE_S * 1000, "sent_bytes": sent,
-                                         "elapsed_ms": round((time.monotonic() - started) * 1000, 3)})
+                wire.journal.write(
+                    "send",
+                    bytes=len(frame),
+                    id=response["id"],
+                    sha256=None,
+                    write_ms=round(blocked_ms, 3),
+                    error=error,
+                    message=response,
+                    slow={
+                        "chunk": SLOW_CHUNK,
+                        "pause_ms": SLOW_PAUSE_S * 1000,
+                        "sent_bytes": sent,
+                        "elapsed_ms": round((time.monotonic() - started) * 1000, 3),
+                    },
+                )
 
 
 class CancelThenFollowup(Fault):
@@ -204,14 +227,24 @@ class CancelThenFollowup(Fault):
         try:
             for index in range(ticks):
                 if self._is_cancelled(request_id):
-                    wire.journal.write("cancel-observed", id=request_id, producer_stopped=True,
-                                       after_ms=round((time.monotonic() - started) * 1000, 1), ticks_sent=index)
+                    wire.journal.write(
+                        "cancel-observed",
+                        id=request_id,
+                        producer_stopped=True,
+                        after_ms=round((time.monotonic() - started) * 1000, 1),
+                        ticks_sent=index,
+                    )
                     return
                 for notification in _notifications(message, index, ticks):
                     wire.send(notification)
                 time.sleep(CANCEL_TICK_S)
-            wire.journal.write("cancel-observed", id=request_id, producer_stopped=False,
-                               after_ms=round((time.monotonic() - started) * 1000, 1), ticks_sent=ticks)
+            wire.journal.write(
+                "cancel-observed",
+                id=request_id,
+                producer_stopped=False,
+                after_ms=round((time.monotonic() - started) * 1000, 1),
+                ticks_sent=ticks,
+            )
             for response in session.handle(message):
                 wire.send(response)
         except OSError:
@@ -231,9 +264,13 @@ def probe_frame(msg_id: Any, kind: str, frame_bytes: int) -> tuple[dict[str, Any
     The payload (ASCII text, 3-byte CJK text, or base64 image data) fills the frame; the 0 to 3
     bytes it cannot fill are spaces after the JSON (insignificant whitespace, still one line).
     """
+
     def message(payload: str) -> dict[str, Any]:
-        block = ({"type": "image", "data": payload, "mimeType": "image/png"} if kind == "blob"
-                 else {"type": "text", "text": payload})
+        block = (
+            {"type": "image", "data": payload, "mimeType": "image/png"}
+            if kind == "blob"
+            else {"type": "text", "text": payload}
+        )
         return {"jsonrpc": "2.0", "id": msg_id, "result": {"content": [block]}}
 
     room = frame_bytes - len(encode(message("")))

@@ -41,13 +41,25 @@ class Wire:
                 error = f"{type(exc).__name__}: {exc}"
                 raise
             finally:
-                self.journal.write("send", bytes=len(frame), id=message.get("id"),
-                                   sha256=hashlib.sha256(frame).hexdigest(), write_ms=write_ms,
-                                   error=error, message=message)
+                self.journal.write(
+                    "send",
+                    bytes=len(frame),
+                    id=message.get("id"),
+                    sha256=hashlib.sha256(frame).hexdigest(),
+                    write_ms=write_ms,
+                    error=error,
+                    message=message,
+                )
 
     def raw(self, data: bytes, note: str, stream: str = "stdout") -> None:
         """Write bytes that are not a message (noise, a banner, half a frame), journaled."""
         with self.lock:
             write_ms = self.write_timed(self.out if stream == "stdout" else self.err, data)
-            self.journal.write("send-raw", stream=stream, bytes=len(data), note=note, write_ms=write_ms,
-                               excerpt=data[:120].decode("utf-8", "replace"))
+            self.journal.write(
+                "send-raw",
+                stream=stream,
+                bytes=len(data),
+                note=note,
+                write_ms=write_ms,
+                excerpt=data[:120].decode("utf-8", "replace"),
+            )
