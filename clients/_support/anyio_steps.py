@@ -24,8 +24,9 @@ def on_anyio_clock(monotonic_deadline: float) -> float:
     return anyio.current_time() + (monotonic_deadline - time.monotonic())
 
 
-async def attempt(what: str, fn: Callable[[], Awaitable[Any]], deadline: float,
-                  outer: anyio.CancelScope) -> tuple[Any, dict[str, Any] | None]:
+async def attempt(
+    what: str, fn: Callable[[], Awaitable[Any]], deadline: float, outer: anyio.CancelScope
+) -> tuple[Any, dict[str, Any] | None]:
     """``(value, None)`` when ``fn()`` returned, ``(None, Error)`` when it raised or ``deadline`` (a
     ``time.monotonic()`` value) passed, then recorded as ``AdapterTimeout`` for ``what``.
 

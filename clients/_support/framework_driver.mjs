@@ -16,7 +16,8 @@
  * `connect` (the framework spawns the server and initializes: the `initialize` step), `listTools`
  * (the framework loading its tool set: the `list_tools` step, always, since every framework lists
  * tools to build the model's tool definitions), one `runCall` per cell call and one for the
- * follow-up (each one run of the framework's own agent loop with a scripted model), then `close`
+ * follow-up (each one run of the framework's own agent loop with a scripted model; made even when
+ * `listTools` rejected, with the handle as `connect` and `listTools` left it), then `close`
  * (bounded by {@link CLOSE_WAIT_MS}). A call that reached the model's second turn is `returned`
  * with the value the framework's tool execution produced (`result`) and the `model_view`; a run
  * that raised before is `raised`. Whatever stops the run (budget watchdog, signal, internal error),
@@ -214,16 +215,27 @@ export function modelView({ value, errorFlag = null, errorFlagField = null, mess
   };
 }
 
+/** A random id: a UUID, optionally prefixed `lc_`, `run-` or `lc_run-` (framework_driver.py `_RANDOM_ID`). */
+const RANDOM_ID = /^(lc_|run-|lc_run-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
- * Replace random ids a framework puts into messages (`lc_<uuid>`, `run-<uuid>`, bare uuids) by
- * fixed markers, so that two runs of one cell compare equal. Works on JSON-safe values.
+ * `value` with every string that is a random id ({@link RANDOM_ID}: LangChain's content-block ids
+ * and run ids) replaced by `<prefix>id-0`, `<prefix>id-1`, ... in order of appearance (the same
+ * id, the same replacement), so that two runs of one cell compare equal. Only whole strings are
+ * replaced, never text inside a string: what the server sent stays as it was. Works on JSON-safe
+ * values; framework_driver.py `normalize_ids` does the same.
  * @param {unknown} value
  * @returns {unknown}
  */
 export function normalizeIds(value) {
-  const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+  const seen = new Map();
   const visit = (v) => {
-    if (typeof v === 'string') return v.replace(uuid, '<uuid>');
+    if (typeof v === 'string') {
+      const match = RANDOM_ID.exec(v);
+      if (!match) return v;
+      if (!seen.has(v)) seen.set(v, `${match[1] ?? ''}id-${seen.size}`);
+      return seen.get(v);
+    }
     if (Array.isArray(v)) return v.map(visit);
     if (v !== null && typeof v === 'object') {
       const out = {};
@@ -251,6 +263,7 @@ export function runFramework({ name, package: pkg, adapterUrl, options: known, f
   const run = createRun({
     obsPath,
     budgetMs: cell.budget_ms,
+    cell,
     packageVersion: installedVersion(path.dirname(fileURLToPath(adapterUrl)), pkg),
     onAbort: killChildren,
   });
@@ -303,24 +316,16 @@ async function drive(framework, ctx, run) {
   if (handle !== null) {
     const list = run.begin('list_tools');
     obs.list_tools = list.record;
-    let listed = false;
     try {
       const tools = await framework.listTools(handle, ctx);
       run.settle(list, { status: 'ok', error: null, tools });
-      listed = true;
     } catch (err) {
       run.settle(list, { status: 'raised', error: errorRecord(err), tools: null });
     }
-    // Without a tool set there is no agent run to make: the calls are recorded as raised with
-    // the list error (the framework could not have offered the tool to the model).
-    for (const call of cell.calls) {
-      if (listed) await callStep(framework, handle, ctx, run, call, (r) => obs.calls.push(r));
-      else obs.calls.push({ tool: call.name, status: 'raised', result: null, error: obs.list_tools.error, duration_ms: 0 });
-    }
-    if (cell.followup) {
-      if (listed) await callStep(framework, handle, ctx, run, cell.followup, (r) => { obs.followup = r; });
-      else obs.followup = { tool: cell.followup.name, status: 'raised', result: null, error: obs.list_tools.error, duration_ms: 0 };
-    }
+    // Every call is made even when the listing raised (as framework_driver.py does): what the
+    // framework's agent run then does is the fact to record, not the listing's error again.
+    for (const call of cell.calls) await callStep(framework, handle, ctx, run, call, (r) => obs.calls.push(r));
+    await callStep(framework, handle, ctx, run, cell.followup, (r) => { obs.followup = r; });
 
     const { reason } = await closeStep(run, () => framework.close(handle), CLOSE_WAIT_MS);
     killChildren();

@@ -17,7 +17,8 @@ seconds the framework's own shutdown needs). The framework object ``make(cell, o
   stack is the close step. A framework that connects lazily (google-adk) builds its objects here
   and connects in ``tools()``; one whose close is a call rather than a context pushes it
   (``stack.push_async_callback``);
-- ``tools()``: the framework loading its tool set from the server, the tool names it exposed;
+- ``tools()``: the framework loading its tool set from the server, the tool names it exposed (when
+  it raises, the calls are still made: what the agent run then does is the fact recorded);
 - ``run(call)``: one run of the framework's own agent loop for one call, with the framework's
   scripted test model; returns ``{"result": ..., "model_view": {...}, ...}`` (extra keys are kept
   in the call's entry, in their order), or raises what the agent run raised (:class:`NoSecondTurn`
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 import threading
 import traceback
@@ -59,9 +59,6 @@ FINAL_TEXT = "done"
 """The scripted model's final answer in turn two."""
 PROMPT = "Call the tool."
 """The user prompt of every agent run (the scripted model ignores it)."""
-
-_RANDOM_ID = re.compile(r"^(lc_|run-|lc_run-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
-                        re.IGNORECASE)
 
 
 class Framework(Protocol):
@@ -98,7 +95,7 @@ def to_json(value: Any, default: Callable[[Any], Any] = repr, **dump_options: An
         if callable(dump):
             try:
                 return dump(mode="json", by_alias=True, **dump_options)
-            except Exception:  # noqa: BLE001 - not JSON-dumpable: the adapter's default
+            except Exception:  # not JSON-dumpable: the adapter's default
                 return default(obj)
         return default(obj)
 
@@ -129,36 +126,23 @@ async def in_thread(fn: Callable[[], T]) -> T:
     return box["value"]
 
 
-def normalize_ids(value: Any) -> Any:
-    """``value`` with every string that is a random id (a UUID, optionally prefixed ``lc_`` /
-    ``run-`` / ``lc_run-``: LangChain's content-block ids and LangGraph's message ids) replaced by
-    ``<prefix>id-0``, ``<prefix>id-1``, ... in order of appearance, so that two runs of one cell
-    compare equal. Only whole strings are replaced, never text inside a string."""
-    seen: dict[str, str] = {}
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {key: walk(item) for key, item in node.items()}
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        if isinstance(node, str):
-            match = _RANDOM_ID.match(node)
-            if match:
-                return seen.setdefault(node, f"{match.group(1) or ''}id-{len(seen)}")
-        return node
-
-    return walk(value)
+normalize_ids = observe.normalize_ids
+"""``value`` with every whole string that is a random id replaced by a fixed, numbered one."""
 
 
-def model_view(value: Any, error_flag: bool | None, error_flag_field: str | None,
-               message: Any) -> dict[str, Any]:
+def model_view(value: Any, error_flag: bool | None, error_flag_field: str | None, message: Any) -> dict[str, Any]:
     """The contract's ``model_view`` of a returned call."""
-    return {"value": value, "error_flag": error_flag, "error_flag_field": error_flag_field,
-            "message": message}
+    return {"value": value, "error_flag": error_flag, "error_flag_field": error_flag_field, "message": message}
 
 
-async def _call(fw: Framework, obs: observe.Observation, kind: str, call: dict[str, Any],
-                budget: observe.Budget, outer: anyio.CancelScope) -> None:
+async def _call(
+    fw: Framework,
+    obs: observe.Observation,
+    kind: str,
+    call: dict[str, Any],
+    budget: observe.Budget,
+    outer: anyio.CancelScope,
+) -> None:
     name = str(call["name"])
     watch = obs.begin(kind, name)
     outcome, error = await attempt(f"{kind} {name}", lambda: fw.run(call), budget.steps, outer)
@@ -183,7 +167,7 @@ async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.
             obs.end("initialize", observe.step(watch, exc, protocol_version=None))
             try:  # whatever the framework entered before it failed is closed, unrecorded (close is null)
                 await stack.aclose()
-            except Exception:  # noqa: BLE001 - the initialize failure is the fact recorded
+            except Exception:  # the initialize failure is the fact recorded
                 traceback.print_exc()
             return
         obs.end("initialize", observe.step(watch, protocol_version=version))
@@ -212,8 +196,14 @@ async def drive(cell: dict[str, Any], obs: observe.Observation, budget: observe.
             raise pending
 
 
-def main(argv: list[str], started: float, package: str, close_reserve_s: float,
-         options: Mapping[str, type], make: MakeFramework) -> int:
+def main(
+    argv: list[str],
+    started: float,
+    package: str,
+    close_reserve_s: float,
+    options: Mapping[str, type],
+    make: MakeFramework,
+) -> int:
     """Run one cell (``argv``: the adapter, the cell file, the observation file); always 0 once written.
 
     ``package``: the distribution whose version is recorded; ``close_reserve_s``: the seconds the

@@ -106,6 +106,7 @@ export function runAdapter({ name, package: pkg, adapterUrl, options: known, sdk
   const run = createRun({
     obsPath,
     budgetMs: cell.budget_ms,
+    cell,
     packageVersion: installedVersion(path.dirname(fileURLToPath(adapterUrl)), pkg),
     onAbort: child.kill,
   });

@@ -72,8 +72,9 @@ class Connection(Protocol):
 
     async def __aenter__(self) -> Session: ...
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> bool | None: ...
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None: ...
 
 
 Connect = Callable[[dict[str, Any], MessageHandler], Connection]
@@ -93,8 +94,14 @@ def server_url(cell: dict[str, Any]) -> str:
     return str(cell["server"]["url"])
 
 
-async def _call(session: Session, obs: observe.Observation, kind: str, call: dict[str, Any],
-                budget: observe.Budget, outer: anyio.CancelScope) -> None:
+async def _call(
+    session: Session,
+    obs: observe.Observation,
+    kind: str,
+    call: dict[str, Any],
+    budget: observe.Budget,
+    outer: anyio.CancelScope,
+) -> None:
     name = call["name"]
     watch = obs.begin(kind, name)
     arguments = call.get("arguments")
@@ -112,8 +119,10 @@ async def _call(session: Session, obs: observe.Observation, kind: str, call: dic
         finally:
             if scope.cancel_called:
                 issued.append(float(after_ms))
-        raise Cancelled(f"the adapter cancelled the call after {after_ms} ms (anyio cancel scope); "
-                        "the client raised nothing but the cancellation")
+        raise Cancelled(
+            f"the adapter cancelled the call after {after_ms} ms (anyio cancel scope); "
+            "the client raised nothing but the cancellation"
+        )
 
     result, error = await attempt(f"{kind} {name}", invoke, budget.steps, outer)
     duration = watch.ms()
@@ -179,10 +188,7 @@ def main(argv: list[str], started: float, package: str, close_reserve_s: float, 
         observe.fail(f"transport {transport!r} is not supported by this adapter ({', '.join(TRANSPORTS)})")
     if transport in HTTP_TRANSPORTS and not isinstance(cell["server"].get("url"), str):
         observe.fail(f"transport {transport!r} needs server.url")
-    for call in cell["calls"]:
-        after = call.get("cancel_after_ms")
-        if after is not None and (type(after) is not int or after < 0):
-            observe.fail(f"cancel_after_ms: expected a non-negative integer, got {after!r}")
+    observe.check_cancel_after(cell["calls"])
     obs = observe.Observation(cell, package)
     budget = observe.Budget.of(cell, started, close_reserve_s)
     observe.run_guarded(out, obs, budget.final, lambda: anyio.run(drive, cell, obs, budget, connect))

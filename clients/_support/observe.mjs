@@ -8,7 +8,8 @@
  * the harness does.
  *
  * This module holds the contract-shaped pieces that are not specific to one SDK:
- *  - {@link readCell} / {@link checkOptions}: the cell file and its variant options;
+ *  - {@link readCell} ({@link cellProblem}) / {@link checkOptions} ({@link optionProblems}): the cell
+ *    file and its variant options;
  *    {@link adapterArgs}: both from an adapter's command line; {@link checkCancelAfter}: the
  *    calls' `cancel_after_ms`;
  *  - {@link errorRecord}: anything thrown -> the contract's Error object;
@@ -17,8 +18,13 @@
  *  - {@link installedVersion}: a package's version as installed in `node_modules`;
  *  - {@link createRun}: the observation skeleton with "pending" steps, a budget watchdog and
  *    process-level guards, so that an observation is written whatever happens;
+ *    {@link deadlineError} / {@link truncatedError}: the reserved `AdapterTimeout` and
+ *    `AdapterTruncated` errors it records;
  *  - {@link cancelAfter}: the application's cancellation of one call (an `AbortController`);
  *  - {@link closeStep}: the close step, awaited within a bound.
+ *
+ * observe.py is the same contract for the Python adapters; tests/test_support_contract.py holds
+ * the two to the same fixtures (docs/adapters.md, "Support libraries: one contract, two runtimes").
  *
  * @module observe
  */
@@ -35,46 +41,87 @@ export const MAX_CHAIN = 10;
 /** How many out-of-band errors an observation keeps (a flood must not exhaust memory). */
 export const MAX_TRANSPORT_ERRORS = 1000;
 
+/** The keys a cell file must have (both runtimes check the same ones). */
+export const CELL_KEYS = ['cell_id', 'options', 'server', 'calls', 'followup', 'call_timeout_ms', 'budget_ms'];
+
+/** `value` as JSON text for messages (`null` for `undefined`, as a missing key reads in Python). */
+function jsonText(value) {
+  try {
+    return JSON.stringify(value === undefined ? null : value);
+  } catch {
+    return String(value);
+  }
+}
+
 /**
- * Read and minimally check a cell file.
+ * Why `cell` (the parsed cell file at `file`) is not a contract-1 cell.
+ * @param {unknown} cell
+ * @param {string} file
+ * @returns {string|null} the problem, or `null` for a good cell
+ */
+export function cellProblem(cell, file) {
+  if (cell === null || typeof cell !== 'object' || Array.isArray(cell)) return `${file}: the cell is not a JSON object`;
+  if (cell.contract !== CONTRACT) {
+    return `${file}: contract ${jsonText(cell.contract)} is not supported (expected ${CONTRACT})`;
+  }
+  const missing = CELL_KEYS.filter((key) => !(key in cell));
+  return missing.length ? `${file}: missing key(s): ${missing.join(', ')}` : null;
+}
+
+/**
+ * Read and minimally check a cell file ({@link cellProblem}).
  * @param {string} file path of the cell JSON
  * @returns {object} the cell
- * @throws {Error} when the file is unreadable, not JSON, or not contract 1
+ * @throws {Error} when the file is unreadable, not JSON, or not a contract-1 cell
  */
 export function readCell(file) {
-  const cell = JSON.parse(fs.readFileSync(file, 'utf8'));
-  if (cell === null || typeof cell !== 'object' || Array.isArray(cell)) {
-    throw new Error(`${file}: the cell is not a JSON object`);
+  let cell;
+  try {
+    cell = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`cannot read cell file ${file}: ${err.message}`);
   }
-  if (cell.contract !== CONTRACT) {
-    throw new Error(`${file}: contract ${JSON.stringify(cell.contract)} is not supported (expected ${CONTRACT})`);
-  }
-  for (const key of ['server', 'calls', 'call_timeout_ms', 'budget_ms']) {
-    if (!(key in cell)) throw new Error(`${file}: missing key ${key}`);
-  }
+  const problem = cellProblem(cell, file);
+  if (problem) throw new Error(problem);
   return cell;
 }
 
 /**
- * Check variant options against what an adapter understands.
- * @param {Record<string, unknown>} options the cell's `options`
+ * What is wrong with the cell's `options` for an adapter that understands `known`, in the options'
+ * order: an unknown option, a value of the wrong type (`number` takes any number, `integer` an
+ * integral one).
+ * @param {unknown} options the cell's `options`
  * @param {Record<string, 'boolean'|'integer'|'number'|'string'>} known option name -> type
- * @returns {Record<string, unknown>} the options (unchanged)
- * @throws {Error} naming every unknown or mistyped option
+ * @returns {string[]}
  */
-export function checkOptions(options, known) {
+export function optionProblems(options, known) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    return [`options: expected an object, got ${jsonText(options)}`];
+  }
   const problems = [];
-  for (const [key, value] of Object.entries(options ?? {})) {
-    const want = known[key];
+  for (const [key, value] of Object.entries(options)) {
+    const want = Object.hasOwn(known, key) ? known[key] : undefined;
     if (want === undefined) {
-      problems.push(`unknown option ${key}=${JSON.stringify(value)} (this adapter understands: ${Object.keys(known).join(', ') || 'none'})`);
+      problems.push(`unknown option ${jsonText(key)} (this adapter understands: ${Object.keys(known).sort().join(', ') || 'none'})`);
       continue;
     }
     const ok = want === 'integer' ? Number.isInteger(value) : typeof value === want;
-    if (!ok) problems.push(`option ${key}: expected ${want}, got ${JSON.stringify(value)}`);
+    if (!ok) problems.push(`option ${jsonText(key)}: expected ${want}, got ${jsonText(value)}`);
   }
+  return problems;
+}
+
+/**
+ * Check variant options against what an adapter understands ({@link optionProblems}).
+ * @param {unknown} options the cell's `options`
+ * @param {Record<string, 'boolean'|'integer'|'number'|'string'>} known option name -> type
+ * @returns {Record<string, unknown>} the options (unchanged)
+ * @throws {Error} naming every problem, joined by `; `
+ */
+export function checkOptions(options, known) {
+  const problems = optionProblems(options, known);
   if (problems.length) throw new Error(problems.join('; '));
-  return options ?? {};
+  return options;
 }
 
 function jsonSafe(value) {
@@ -111,7 +158,7 @@ function flatRecord(err) {
   if (err !== null && typeof err === 'object') {
     if (typeof err.code === 'number' && Number.isInteger(err.code)) record.code = err.code;
     else if (typeof err.code === 'string') record.sdk_code = err.code;
-    if (err.data !== undefined) record.data = jsonSafe(err.data);
+    if (err.data !== undefined && err.data !== null) record.data = jsonSafe(err.data);
   }
   return record;
 }
@@ -125,7 +172,8 @@ function flatRecord(err) {
  * - `code`: the numeric (JSON-RPC) code when `err.code` is an integer, else `null`; a string
  *   code (`'EPIPE'`, the v2 SDK's `'REQUEST_TIMEOUT'`) goes to `sdk_code` instead;
  * - `chain`: `err.cause` links and `AggregateError.errors` members, depth first, innermost last,
- *   at most {@link MAX_CHAIN} entries, each flat (no nested chain).
+ *   at most {@link MAX_CHAIN} entries, each flat (no nested chain);
+ * - `data`: `err.data` when it is there and not `null`.
  * @param {unknown} err
  * @returns {{type: string, code: number|null, sdk_code?: string, message: string, data?: unknown, chain?: object[]}}
  */
@@ -201,7 +249,7 @@ export function checkCancelAfter(calls, fail) {
   for (const call of calls) {
     const after = call.cancel_after_ms;
     if (after !== undefined && after !== null && !(Number.isInteger(after) && after >= 0)) {
-      fail(`cancel_after_ms: expected a non-negative integer, got ${JSON.stringify(after)}`);
+      fail(`cancel_after_ms: expected a non-negative integer, got ${jsonText(after)}`);
     }
   }
 }
@@ -216,17 +264,52 @@ export function startTimer() {
 }
 
 /**
- * Write `obj` as JSON to `file` atomically: a temporary file in the same directory, then
- * `fs.renameSync` into place, so a killed adapter never leaves half an observation.
+ * Write `obj` as JSON (UTF-8) to `file` atomically: a temporary file in the same directory,
+ * fsync, then `fs.renameSync` into place, so a killed adapter never leaves half an observation.
  * Synchronous on purpose: usable from `process.on('exit')`.
  * @param {string} file
  * @param {object} obj
  */
 export function writeObservation(file, obj) {
   const dir = path.dirname(path.resolve(file));
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`);
-  fs.writeFileSync(tmp, JSON.stringify(obj));
-  fs.renameSync(tmp, file);
+  const tmp = path.join(dir, `.observation-${process.pid}.tmp`);
+  const fd = fs.openSync(tmp, 'w', 0o644);
+  try {
+    fs.writeSync(fd, JSON.stringify(obj));
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * The Error recorded for a step that the adapter's own deadline ended (`elapsedMs`) or never let
+ * start (`null`); `reason`: what stopped the adapter. observe.py `deadline_error`.
+ * @param {string} what the step, e.g. `call get_account_balance`
+ * @param {number|null} elapsedMs
+ * @param {string|null} [reason]
+ * @returns {{type: string, code: null, message: string}}
+ */
+export function deadlineError(what, elapsedMs, reason = null) {
+  let message = elapsedMs === null
+    ? `adapter deadline: ${what} not started, the adapter's deadline had passed`
+    : `adapter deadline: ${what} ended by the adapter after ${elapsedMs} ms`;
+  if (reason) message = `${message} (${reason})`;
+  return { type: 'AdapterTimeout', code: null, message };
+}
+
+/**
+ * The `AdapterTruncated` entry that ends `transport_errors` when `dropped` reports were not kept.
+ * @param {number} dropped
+ */
+export function truncatedError(dropped) {
+  return { type: 'AdapterTruncated', code: null, message: `${dropped} further out-of-band error reports were not recorded` };
 }
 
 /**
@@ -256,11 +339,17 @@ export function installedVersion(adapterDir, pkg) {
  * `uncaughtException` / `unhandledRejection` handlers that record the error in
  * `transport_errors` and let the run go on; an `exit` hook that writes if nothing was written.
  *
- * @param {{obsPath: string, budgetMs: number, packageVersion: string|null,
- *          onAbort?: () => void}} params `onAbort` runs (synchronously) before an early write,
- *          e.g. to kill the server child
+ * What is written is complete, as observe.py `Observation.snapshot` writes it: a step still pending
+ * is raised with an `AdapterTimeout` naming the reason; after a successful initialize, the cell's
+ * calls and follow-up that were never started are raised `AdapterTimeout` ("not started");
+ * out-of-band errors are kept once per error object, at most {@link MAX_TRANSPORT_ERRORS}, then one
+ * `AdapterTruncated` entry counts the further reports.
+ *
+ * @param {{obsPath: string, budgetMs: number, packageVersion: string|null, cell: object,
+ *          onAbort?: () => void}} params `cell`: the cell file; `onAbort` runs (synchronously)
+ *          before an early write, e.g. to kill the server child
  */
-export function createRun({ obsPath, budgetMs, packageVersion, onAbort }) {
+export function createRun({ obsPath, budgetMs, packageVersion, cell, onAbort }) {
   const obs = {
     contract: CONTRACT,
     package_version: packageVersion,
@@ -301,20 +390,20 @@ export function createRun({ obsPath, budgetMs, packageVersion, onAbort }) {
   }
 
   /**
-   * Record an out-of-band error once (the same object may reach several handlers). `source`
-   * marks errors nothing in the client handled (`uncaughtException`, `unhandledRejection`): they
-   * would have ended an application with Node's default handlers.
+   * Record an out-of-band error once (the same object may reach several handlers); beyond
+   * {@link MAX_TRANSPORT_ERRORS} recorded ones, further reports are only counted. `source` marks
+   * errors nothing in the client handled (`uncaughtException`, `unhandledRejection`): they would
+   * have ended an application with Node's default handlers.
    */
   function reportError(err, source) {
-    if (err !== null && typeof err === 'object') {
-      if (seenErrors.has(err)) return;
-      seenErrors.add(err);
-    }
-    if (obs.transport_errors.length < MAX_TRANSPORT_ERRORS) {
-      obs.transport_errors.push(source ? { ...errorRecord(err), source } : errorRecord(err));
-    } else {
+    const isObject = err !== null && (typeof err === 'object' || typeof err === 'function');
+    if (isObject && seenErrors.has(err)) return;
+    if (obs.transport_errors.length >= MAX_TRANSPORT_ERRORS) {
       droppedErrors += 1;
+      return;
     }
+    if (isObject) seenErrors.add(err);
+    obs.transport_errors.push(source ? { ...errorRecord(err), source } : errorRecord(err));
   }
 
   /** Wrap `target.onerror`, keeping whatever handler is already there. */
@@ -331,26 +420,37 @@ export function createRun({ obsPath, budgetMs, packageVersion, onAbort }) {
     for (const [record, info] of pending) {
       record.status = 'raised';
       record.duration_ms = info.elapsed();
-      record.error = {
-        type: 'AdapterTimeout',
-        code: null,
-        message: `${info.what} had not settled after ${record.duration_ms} ms when the adapter stopped waiting (${reason})`,
-      };
+      const what = 'tool' in record ? `${info.what} ${record.tool}` : info.what;
+      record.error = deadlineError(what, record.duration_ms, reason);
     }
     pending.clear();
+  }
+
+  /** A never-started call of the cell, as observe.py records it. */
+  function notStarted(kind, tool) {
+    return { tool, status: 'raised', result: null, error: deadlineError(`${kind} ${tool}`, null), duration_ms: 0 };
+  }
+
+  /** The steps the contract requires that were never started (observe.py `Observation.snapshot`). */
+  function completeSteps() {
+    if (obs.initialize === null) {
+      obs.initialize = { status: 'raised', error: deadlineError('initialize', null), protocol_version: null, duration_ms: 0 };
+    }
+    if (obs.initialize.status !== 'ok') {
+      obs.calls = [];
+      obs.followup = null;
+      return;
+    }
+    for (const call of cell.calls.slice(obs.calls.length)) obs.calls.push(notStarted('call', call.name));
+    if (obs.followup === null) obs.followup = notStarted('followup', cell.followup.name);
   }
 
   function write(reason) {
     if (written) return;
     written = true;
     finalizePending(reason);
-    if (droppedErrors) {
-      obs.transport_errors.push({
-        type: 'AdapterTruncated',
-        code: null,
-        message: `${droppedErrors} further out-of-band errors were not recorded`,
-      });
-    }
+    completeSteps();
+    if (droppedErrors) obs.transport_errors.push(truncatedError(droppedErrors));
     try {
       writeObservation(obsPath, obs);
     } catch (err) {
