@@ -2,7 +2,8 @@
 model sees, for agent frameworks), one evidence page per cell, data files.
 
 Everything is rendered by jinja2 with autoescaping on, so text that came from a server or a
-client (error messages carry payload text) is always escaped. Links are relative, so the pages
+client (error messages carry payload text) is always escaped, and its control characters are shown
+as visible markers (``harness/report_view.py`` decides how values look). Links are relative, so the pages
 work from ``file://`` and from any static host. The report is rendered into a staging directory
 and moved into place entry by entry: a failed render never leaves a half-written report.
 """
@@ -18,8 +19,9 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from . import boundary, catalog, model_view
+from . import boundary, catalog, model_view, report_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
+from .records import RunMeta
 from .store import RunStore
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -29,19 +31,19 @@ LOG_SHOWN = 16 * 1024
 
 LEGEND = {
     "pass": "The call returned and the caller can read the result. Marked altered (†) when what "
-            "the caller sees differs from what the server sent (a dropped structuredContent, "
-            "defaulted content, a coerced value).",
+    "the caller sees differs from what the server sent (a dropped structuredContent, "
+    "defaulted content, a coerced value).",
     "error-result": "The call returned a result with isError: true, and the caller sees that flag.",
     "reject": "The client raised an error for this call, and the session still works: the "
-              "follow-up call on the same session succeeded.",
+    "follow-up call on the same session succeeded.",
     "disconnect": "The transport closed or the session is unusable afterwards: the follow-up call "
-                  "failed (or initialize itself failed).",
+    "failed (or initialize itself failed).",
     "timeout": "No answer within the time allowed: either the client's own request timeout fired, "
-               "or the harness killed the adapter at the cell's budget. The evidence says which.",
+    "or the harness killed the adapter at the cell's budget. The evidence says which.",
     "crash": "The adapter process died without writing an observation (for example an uncaught "
-             "exception or the runtime running out of memory inside the client).",
+    "exception or the runtime running out of memory inside the client).",
     "harness-error": "Our fault, never the client's: the adapter's environment could not be built, "
-                     "the adapter wrote an invalid observation, or the harness itself failed.",
+    "the adapter wrote an invalid observation, or the harness itself failed.",
 }
 
 
@@ -78,13 +80,21 @@ class Row:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=report_view.visible,
+    )
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    env.filters["known"] = report_view.known
+    env.filters["counted"] = report_view.counted
     return env
 
 
-def _columns(frame: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
+def _columns(frame: pd.DataFrame, meta: RunMeta) -> list[dict[str, Any]]:
     """Matrix columns: SDK-less reference adapters first, then by adapter name and variant order."""
     adapters = meta.get("adapters", {})
     present = set(frame["client"])
@@ -93,17 +103,27 @@ def _columns(frame: pd.DataFrame, meta: dict[str, Any]) -> list[dict[str, Any]]:
         info = adapters[name]
         for variant_id, variant in info.get("variants", {}).items():
             if variant["column"] in present:
-                columns.append({"client": variant["column"], "adapter": name, "variant": variant_id,
-                                "title": info.get("title", name), "description": variant.get("description", ""),
-                                "package": info.get("package"), "version": info.get("package_version"),
-                                "image": info.get("image"), "image_id": info.get("image_id"),
-                                "kind": info.get("kind", "sdk")})
+                columns.append(
+                    {
+                        "client": variant["column"],
+                        "adapter": name,
+                        "variant": variant_id,
+                        "title": info.get("title", name),
+                        "description": variant.get("description", ""),
+                        "package": info.get("package"),
+                        "version": info.get("package_version"),
+                        "image": info.get("image"),
+                        "image_id": info.get("image_id"),
+                        "image_short": (info.get("image_id") or "").split(":")[-1][:12],
+                        "kind": info.get("kind", "sdk"),
+                    }
+                )
     return columns
 
 
 def _rows(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[Row]:
     """Rows in catalog order; a case's schema modes and transports are adjacent rows."""
-    by_cell = {(r["case"], r["schema"], r["transport"], r["client"]): r for r in frame.to_dict("records")}
+    by_cell = {(r["case"], r["schema"], r["transport"], r["client"]): r for r in report_view.plain_records(frame)}
     transports = [t for t in TRANSPORT_ORDER if t in set(frame["transport"])]
     rows = []
     for case in catalog.CASES:
@@ -114,16 +134,19 @@ def _rows(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[Row]:
                 for column in columns:
                     data = by_cell.get((case.id, schema, transport, column["client"]))
                     if data is not None:
-                        row.cells[column["client"]] = {**data, "short": short_error(pd.Series(data)),
-                                                       "href": f"cells/{data['key']}.html"}
+                        row.cells[column["client"]] = {
+                            **data,
+                            "short": short_error(pd.Series(data)),
+                            "no_model_view": report_view.no_model_view(data),
+                            "href": f"cells/{data['key']}.html",
+                        }
                 if row.cells:
                     rows.append(row)
                     first = False
     return rows
 
 
-def _read_log(directory: Path, name: str) -> str:
-    path = directory / name
+def _read_log(path: Path) -> str:
     if not path.exists():
         return ""
     return path.read_bytes()[-LOG_SHOWN:].decode("utf-8", "replace")
@@ -133,10 +156,14 @@ def _summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[dict[st
     """Per-column outcome counts, and how many returned results were altered."""
     counts = frame.groupby(["client", "outcome"]).size()
     altered = frame[frame["altered"].fillna(False).astype(bool)].groupby("client").size()
-    return [{**column,
-             "counts": {outcome: int(counts.get((column["client"], outcome), 0)) for outcome in OUTCOMES},
-             "altered": int(altered.get(column["client"], 0))}
-            for column in columns]
+    return [
+        {
+            **column,
+            "counts": {outcome: int(counts.get((column["client"], outcome), 0)) for outcome in OUTCOMES},
+            "altered": int(altered.get(column["client"], 0)),
+        }
+        for column in columns
+    ]
 
 
 def _boundaries(run: RunStore, columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -145,7 +172,14 @@ def _boundaries(run: RunStore, columns: list[dict[str, Any]]) -> list[dict[str, 
     for result in boundary.load(run):
         found.setdefault(result["column"], {})[result["kind"]] = result
     order = [c["client"] for c in columns] + sorted(set(found) - {c["client"] for c in columns})
-    return [{"client": client, "kinds": found[client]} for client in order if client in found]
+    return [
+        {
+            "client": client,
+            "kinds": {kind: report_view.boundary_cell(found[client].get(kind)) for kind in boundary.KINDS},
+        }
+        for client in order
+        if client in found
+    ]
 
 
 def _channel_summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -153,61 +187,33 @@ def _channel_summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list
     counts = frame.groupby(["client", "model_channel"]).size()
     seen = frame[frame["model_error_seen"].eq(True)].groupby("client").size()
     silent = frame[frame["model_channel"].isna()].groupby("client").size()
-    return [{**column, "counts": {channel: int(counts.get((column["client"], channel), 0))
-                                 for channel in model_view.CHANNELS},
-             "error_seen": int(seen.get(column["client"], 0)),
-             "no_output": int(silent.get(column["client"], 0))}
-            for column in columns]
+    return [
+        {
+            **column,
+            "counts": {channel: int(counts.get((column["client"], channel), 0)) for channel in model_view.CHANNELS},
+            "error_seen": int(seen.get(column["client"], 0)),
+            "no_output": int(silent.get(column["client"], 0)),
+        }
+        for column in columns
+    ]
 
 
 def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) -> int:
     """Render the report of ``run`` into ``out``; returns the number of cells.
 
     ``conformance`` is the reference server's latest conformance result (``nox -s conformance``),
-    named in the header of every page.
+    named in the header of every page. The pages are written into a staging directory beside
+    ``out`` and moved into place only once all of them are written; a failure removes the staging
+    directory and leaves ``out`` as it was.
     """
-    meta = run.read_meta()
-    records = {record["key"]: record for record in run.records()}
-    frame = cells_frame(list(records.values()), meta)
-    every_column = _columns(frame, meta)
-    columns = [column for column in every_column if column["kind"] != "framework"]
-    framework_columns = [column for column in every_column if column["kind"] == "framework"]
-    sdk_frame = frame[frame["kind"] != "framework"]
-    rows = _rows(sdk_frame, columns)
-    env = _environment()
     staging = out.parent / f".{out.name}.staging"
     if staging.exists():
         shutil.rmtree(staging)
-    (staging / "cells").mkdir(parents=True)
-    (staging / "data").mkdir()
-    (staging / "assets").mkdir()
-    for asset in ASSETS:
-        shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
-    families = [f for f in catalog.FAMILIES if f in set(sdk_frame["family"])]
-    (staging / "index.html").write_text(env.get_template("index.html.j2").render(
-        meta=meta, conformance=conformance, columns=columns, rows=rows, families=families, outcomes=OUTCOMES,
-        legend=LEGEND, summary=_summary(sdk_frame, columns), total=len(sdk_frame),
-        boundaries=_boundaries(run, columns), kinds=boundary.KINDS, frameworks=len(framework_columns)),
-        encoding="utf-8")
-    framework_frame = frame[frame["kind"] == "framework"]
-    (staging / "model-view.html").write_text(env.get_template("model-view.html.j2").render(
-        meta=meta, conformance=conformance, columns=framework_columns, rows=_rows(framework_frame, framework_columns),
-        total=len(framework_frame), channels=model_view.CHANNELS, channel_legend=CHANNEL_LEGEND, legend=LEGEND,
-        summary=_channel_summary(framework_frame, framework_columns)), encoding="utf-8")
-    page = env.get_template("cell.html.j2")
-    for row in frame.to_dict("records"):
-        record = records[row["key"]]
-        directory = run.cell_dir(row["key"])
-        (staging / "cells" / f"{row['key']}.html").write_text(page.render(
-            meta=meta, conformance=conformance, row=row, case=catalog.get(row["case"]), record=record, legend=LEGEND,
-            sent=sent_results(record.get("journal") or []),
-            views=[call for call in (record.get("observation") or {}).get("calls") or [] if call.get("model_view")],
-            short=short_error(pd.Series(row)),
-            stdout=_read_log(directory, "stdout.txt"), stderr=_read_log(directory, "stderr.txt")),
-            encoding="utf-8")
-    frame.to_csv(staging / "data" / "cells.csv", index=False)
-    (staging / "data" / "cells.json").write_text(frame.to_json(orient="records", indent=1), encoding="utf-8")
-    (staging / "data" / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    try:
+        count = _render(run, staging, conformance)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     out.mkdir(parents=True, exist_ok=True)
     for entry in sorted(staging.iterdir()):
         target = out / entry.name
@@ -217,4 +223,82 @@ def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) 
             target.unlink()
         entry.rename(target)
     staging.rmdir()
+    return count
+
+
+def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) -> int:
+    meta = run.read_meta()
+    records = {record["key"]: record for record in run.records()}
+    frame = cells_frame(list(records.values()), meta)
+    every_column = _columns(frame, meta)
+    columns = [column for column in every_column if column["kind"] != "framework"]
+    framework_columns = [column for column in every_column if column["kind"] == "framework"]
+    sdk_frame = frame[frame["kind"] != "framework"]
+    rows = _rows(sdk_frame, columns)
+    env = _environment()
+    (staging / "cells").mkdir(parents=True)
+    (staging / "data").mkdir()
+    (staging / "assets").mkdir()
+    for asset in ASSETS:
+        shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
+    families = [f for f in catalog.FAMILIES if f in set(sdk_frame["family"])]
+    (staging / "index.html").write_text(
+        env.get_template("index.html.j2").render(
+            meta=meta,
+            conformance=conformance,
+            columns=columns,
+            rows=rows,
+            families=families,
+            outcomes=OUTCOMES,
+            legend=LEGEND,
+            summary=_summary(sdk_frame, columns),
+            total=len(sdk_frame),
+            boundaries=_boundaries(run, columns),
+            kinds=boundary.KINDS,
+            frameworks=len(framework_columns),
+        ),
+        encoding="utf-8",
+    )
+    framework_frame = frame[frame["kind"] == "framework"]
+    (staging / "model-view.html").write_text(
+        env.get_template("model-view.html.j2").render(
+            meta=meta,
+            conformance=conformance,
+            columns=framework_columns,
+            rows=_rows(framework_frame, framework_columns),
+            total=len(framework_frame),
+            channels=model_view.CHANNELS,
+            channel_legend=CHANNEL_LEGEND,
+            legend=LEGEND,
+            summary=_channel_summary(framework_frame, framework_columns),
+        ),
+        encoding="utf-8",
+    )
+    page = env.get_template("cell.html.j2")
+    plain = report_view.plain_records(frame)
+    for row in plain:
+        record = records[row["key"]]
+        files = run.cell_files(row["key"])
+        (staging / "cells" / f"{row['key']}.html").write_text(
+            page.render(
+                meta=meta,
+                conformance=conformance,
+                row=row,
+                case=catalog.get(row["case"]),
+                record=record,
+                legend=LEGEND,
+                sent=sent_results(record["journal"]),
+                views=[call for call in (record["observation"] or {}).get("calls") or [] if call.get("model_view")],
+                short=short_error(pd.Series(row)),
+                no_model_view=report_view.no_model_view(row),
+                stdout=_read_log(files.stdout),
+                stderr=_read_log(files.stderr),
+            ),
+            encoding="utf-8",
+        )
+    frame.to_csv(staging / "data" / "cells.csv", index=False)
+    (staging / "data" / "cells.json").write_text(
+        json.dumps(plain, indent=1, ensure_ascii=False, allow_nan=False), encoding="utf-8"
+    )
+    (staging / "data" / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     return len(frame)

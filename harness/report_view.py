@@ -1,0 +1,81 @@
+"""How values look on the report's pages, decided in Python so the templates print plain strings.
+
+- Control characters in any printed text (a client's log, an error message, a journal line) are
+  shown as visible markers (:func:`visible`, the jinja ``finalize`` hook): autoescaping escapes
+  markup, not a NUL byte.
+- A missing value is ``None``, never a pandas NaN (:func:`plain_records`); the pages print "n/a"
+  or "—" with the reason for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+VISIBLE_CONTROLS: dict[int, str] = {
+    code: f"\\u{code:04x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\t\n\r"
+}
+"""Control character → its JSON escape as plain text (NUL as ``\\u0000``): the same notation the
+JSON views use, readable in any font. Tab, newline and carriage return stay: they lay out logs."""
+
+NO_MODEL_VIEW = {
+    "pass": "not captured",
+    "error-result": "not captured",
+    "reject": "rejected",
+    "disconnect": "disconnected",
+    "timeout": "timed out",
+    "crash": "crashed",
+    "harness-error": "harness error",
+}
+"""Why a framework cell has no model view, by outcome (a returned call whose adapter captured no
+view is ``not captured``)."""
+
+
+def visible(value: Any) -> Any:
+    """Jinja ``finalize``: a string with every control character replaced by its visible marker."""
+    return value.translate(VISIBLE_CONTROLS) if isinstance(value, str) else value
+
+
+def known(value: Any, template: str = "{}") -> str:
+    """``value`` formatted with ``template``, or "n/a" when it is missing."""
+    return "n/a" if value is None else template.format(value)
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 client column``, ``2 client columns``: ``noun`` is singular and takes an ``s``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def plain_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as dicts of plain Python values; a missing value (NaN, NA) is ``None``."""
+    records: list[dict[str, Any]] = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return records
+
+
+def no_model_view(cell: dict[str, Any]) -> str | None:
+    """Why no tool output reached the model in a framework cell, or ``None`` when some did."""
+    return None if cell["model_channel"] else NO_MODEL_VIEW[cell["outcome"]]
+
+
+def boundary_cell(result: dict[str, Any] | None) -> dict[str, str]:
+    """The largest-frame table's cell for one payload kind: its lines and its tooltip (the rejection)."""
+    if result is None:
+        return {"text": "—", "note": "", "probes": "", "title": ""}
+    accepted = result.get("largest_accepted")
+    note = ""
+    if result.get("inconclusive_at"):
+        text = f"inconclusive: timed out at {result['inconclusive_at']:,}"
+        note = f"(accepted {accepted:,})" if accepted else ""
+    elif result.get("no_limit_up_to"):
+        text = f"no limit up to {result['no_limit_up_to']:,}"
+    elif accepted is None:
+        text = f"rejects every frame ≥ {result['smallest_rejected']:,}"
+    else:
+        text = f"{accepted:,}"
+    return {
+        "text": text,
+        "note": note,
+        "probes": counted(result["probes"], "probe"),
+        "title": result.get("rejection") or "",
+    }
