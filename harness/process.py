@@ -13,10 +13,10 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 _live_groups: set[int] = set()
 _live_lock = threading.Lock()
@@ -39,16 +39,16 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def kill_by_marker(marker: str) -> int:
-    """SIGKILL every process whose command line contains ``marker``; returns how many."""
+def kill_by_marker(marker: str, spare: Collection[int] = ()) -> int:
+    """SIGKILL every process whose command line contains ``marker``, except ``spare``; returns how many."""
     proc = Path("/proc")
     if not proc.is_dir():
         return 0
     killed = 0
     needle = marker.encode()
-    own = os.getpid()
+    skip = {os.getpid(), *spare}
     for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == own:
+        if not entry.name.isdigit() or int(entry.name) in skip:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
@@ -97,12 +97,22 @@ def run_bounded(
     stdout: Path,
     stderr: Path,
     marker: str,
+    spare: Collection[int] = (),
 ) -> Finished:
-    """Run ``command`` in its own process group for at most ``timeout_s`` seconds."""
+    """Run ``command`` in its own process group for at most ``timeout_s`` seconds.
+
+    Afterwards every process whose command line contains ``marker`` is killed, except the pids in
+    ``spare`` (a service the caller started for the cell and stops itself, gracefully).
+    """
     started = time.monotonic()
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
             start_new_session=True,
         )
         with _live_lock:
@@ -117,7 +127,7 @@ def run_bounded(
             process.wait()
             with _live_lock:
                 _live_groups.discard(process.pid)
-    stragglers = kill_by_marker(marker)
+    stragglers = kill_by_marker(marker, spare)
     return Finished(
         exit_code=None if timed_out else process.returncode,
         timed_out=timed_out,
@@ -133,8 +143,9 @@ class ServiceError(RuntimeError):
 def start_service(command: list[str], *, stderr: Path, ready_timeout_s: float) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``command`` in its own process group; return it and the first line it prints."""
     with open(stderr, "wb") as err:
-        service = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                                   start_new_session=True)
+        service = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, start_new_session=True
+        )
     with _live_lock:
         _live_groups.add(service.pid)
     lines: list[bytes] = []
@@ -143,8 +154,10 @@ def start_service(command: list[str], *, stderr: Path, ready_timeout_s: float) -
     reader.join(ready_timeout_s)
     if not lines or not lines[0].strip():
         stop_service(service)
-        raise ServiceError(f"`{' '.join(command)}` printed nothing within {ready_timeout_s} s "
-                           f"(exit code {service.returncode}); see {stderr}")
+        raise ServiceError(
+            f"`{' '.join(command)}` printed nothing within {ready_timeout_s} s "
+            f"(exit code {service.returncode}); see {stderr}"
+        )
     return service, lines[0].decode("utf-8", "replace").strip()
 
 

@@ -17,16 +17,32 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import cast
+
+from .errors import NoSuchRun, UsageError
+from .layout import CellFiles
+from .records import CellRecord, RunMeta
 
 LOG_KEEP = 64 * 1024
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""Run ids are directory names under ``results/``: letters, digits, ``.``, ``_``, ``-``."""
+LATEST = "latest"
 
 
 def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a plain directory name; :class:`UsageError` otherwise."""
+    if not RUN_ID.match(run_id) or run_id == LATEST or ".." in run_id:
+        raise UsageError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' (not 'latest', no '..')")
+    return run_id
 
 
 @dataclass(frozen=True)
@@ -47,30 +63,38 @@ class RunStore:
     def meta_path(self) -> Path:
         return self.directory / "meta.json"
 
+    @property
+    def boundary_path(self) -> Path:
+        """The boundary probe's summary (``harness/boundary.py``)."""
+        return self.directory / "boundary.json"
+
     def cell_dir(self, key: str) -> Path:
         return self.directory / "cells" / key
 
+    def cell_files(self, key: str) -> CellFiles:
+        return CellFiles(self.cell_dir(key))
+
     def create(self) -> None:
         (self.directory / "cells").mkdir(parents=True, exist_ok=True)
-        latest = self.directory.parent / "latest"
+        latest = self.directory.parent / LATEST
         latest.write_text(self.run_id + "\n")
 
-    def records(self) -> Iterator[dict[str, Any]]:
+    def records(self) -> Iterator[CellRecord]:
         """Every complete record; a torn last line (a killed run) is skipped."""
         if not self.records_path.exists():
             return
-        with open(self.records_path, encoding="utf-8") as lines:
+        with open(self.records_path, encoding="utf-8", errors="replace") as lines:  # a torn line may end mid-character
             for line in lines:
                 try:
                     record = json.loads(line)
                 except ValueError:
                     continue
                 if isinstance(record, dict) and "key" in record:
-                    yield record
+                    yield cast(CellRecord, record)
 
     def compact(self) -> set[str]:
         """Rewrite ``cells.jsonl`` without torn lines or repeated keys; return the keys done."""
-        seen: dict[str, dict[str, Any]] = {}
+        seen: dict[str, CellRecord] = {}
         for record in self.records():
             seen.setdefault(record["key"], record)
         if self.records_path.exists():
@@ -81,7 +105,7 @@ class RunStore:
             os.replace(temporary, self.records_path)
         return set(seen)
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: CellRecord) -> None:
         """Append one record durably."""
         line = json.dumps(record, ensure_ascii=False) + "\n"
         with open(self.records_path, "a", encoding="utf-8") as out:
@@ -89,21 +113,37 @@ class RunStore:
             out.flush()
             os.fsync(out.fileno())
 
-    def write_meta(self, meta: dict[str, Any]) -> None:
+    def write_meta(self, meta: RunMeta) -> None:
         temporary = self.meta_path.with_suffix(".tmp")
         temporary.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
         os.replace(temporary, self.meta_path)
 
-    def read_meta(self) -> dict[str, Any]:
-        return json.loads(self.meta_path.read_text())
+    def read_meta(self) -> RunMeta:
+        try:
+            return cast(RunMeta, json.loads(self.meta_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise NoSuchRun(f"run {self.run_id!r}: {self.meta_path} cannot be read ({exc})") from exc
 
 
-def latest_run(results: Path) -> RunStore:
-    """The newest run recorded in ``results/latest``."""
-    pointer = results / "latest"
-    if not pointer.exists():
-        raise FileNotFoundError(f"{pointer}: no run yet (run `nox -s matrix` first)")
-    return RunStore(results / pointer.read_text().strip())
+def _known_runs(results: Path) -> list[str]:
+    if not results.is_dir():
+        return []
+    return sorted(entry.name for entry in results.iterdir() if (entry / "meta.json").is_file())
+
+
+def open_run(results: Path, run_id: str = LATEST) -> RunStore:
+    """The run called ``run_id`` (``latest``: the newest); :class:`NoSuchRun` naming the known runs."""
+    if run_id == LATEST:
+        pointer = results / LATEST
+        if not pointer.is_file():
+            raise NoSuchRun(f"no run yet in {results} (start one with `nox -s matrix`)")
+        run_id = pointer.read_text().strip()
+    run = RunStore(results / check_run_id(run_id))
+    if not run.meta_path.is_file():
+        known = _known_runs(results)
+        hint = f"runs: {', '.join(known[-5:])}" if known else "no runs yet"
+        raise NoSuchRun(f"no such run {run_id!r} in {results} ({hint})")
+    return run
 
 
 def trim_log(path: Path, keep: int = LOG_KEEP) -> int:

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from harness import manifest
+from harness.cells import TOOL_CALL
 from harness.classify import OUTCOMES
 
 from .conftest import REPO
@@ -34,8 +35,9 @@ def schema_slice(tmp_path_factory):
     from .conftest import Checkout
 
     scratch = Checkout(tmp_path_factory.mktemp("e2e") / "checkout", ["raw-jsonrpc", *SDK_ADAPTERS])
-    scratch.harness("run", "--run-id", "e2e", "--case", "ok", "--case", "type-swap", "--case", "missing-content",
-                    timeout=900)
+    scratch.harness(
+        "run", "--run-id", "e2e", "--case", "ok", "--case", "type-swap", "--case", "missing-content", timeout=900
+    )
     return scratch, scratch.rows("e2e")
 
 
@@ -73,6 +75,27 @@ def test_list_first_variants_list_tools_on_the_wire(schema_slice):
             assert str(row["tools_list_called"]) == "True", client
 
 
+def test_call_only_variants_call_before_any_listing(schema_slice):
+    """``list_tools = false`` reaches the wire: no ``tools/list`` arrives before the case's call.
+
+    A listing after the call is the SDK's own choice (mcp validates a result against a schema it
+    fetches then), observed and not asserted.
+    """
+    scratch, _ = schema_slice
+    checked = 0
+    for record in scratch.records("e2e"):
+        if record["column"].endswith("/call-only"):
+            received = [
+                (e.get("method"), (e.get("params") or {}).get("name"))
+                for e in record["journal"]
+                if e["event"] == "recv"
+            ]
+            before_call = received[: received.index(("tools/call", TOOL_CALL["name"]))]
+            assert "tools/list" not in [method for method, _ in before_call], record["key"]
+            checked += 1
+    assert checked == len(SDK_ADAPTERS) * 3 * 2 * 3, "every call-only cell: 3 cases x 2 modes x 3 transports"
+
+
 def test_recorded_versions_are_the_pinned_ones(schema_slice):
     _, rows = schema_slice
     for name in SDK_ADAPTERS:
@@ -80,11 +103,32 @@ def test_recorded_versions_are_the_pinned_ones(schema_slice):
         assert versions == {pinned_version(name)}, name
 
 
-def test_schema_modes_reach_the_client(schema_slice):
-    """The same fault, advertised or hidden, is observed separately for every column."""
-    _, rows = schema_slice
-    for (client, case, schema) in rows:
-        assert (client, case, "hidden" if schema == "advertised" else "advertised") in rows
+def _listed_tools(journal: list[dict]) -> list[dict]:
+    """The tools of every ``tools/list`` answer the server sent, from its journal."""
+    asked = {e["id"] for e in journal if e["event"] == "recv" and e.get("method") == "tools/list"}
+    return [
+        tool
+        for e in journal
+        if e["event"] == "send" and e.get("id") in asked
+        for tool in ((e.get("message") or {}).get("result") or {}).get("tools", [])
+    ]
+
+
+def test_schema_modes_reach_the_wire(schema_slice):
+    """A list-first client is sent the faulty tool's outputSchema in mode advertised, and no outputSchema in hidden."""
+    scratch, _ = schema_slice
+    checked = 0
+    for record in scratch.records("e2e"):
+        if record["column"].endswith("/list-first"):
+            tools = {tool["name"]: tool for tool in _listed_tools(record["journal"])}
+            assert TOOL_CALL["name"] in tools, record["key"]
+            if record["schema"] == "advertised":
+                assert tools[TOOL_CALL["name"]].get("outputSchema", {}).get("type") == "object", record["key"]
+            else:
+                assert record["schema"] == "hidden"
+                assert not any("outputSchema" in tool for tool in tools.values()), record["key"]
+            checked += 1
+    assert checked == len(SDK_ADAPTERS) * 3 * 2 * 3, "every list-first cell: 3 cases x 2 modes x 3 transports"
 
 
 @pytest.mark.slow

@@ -1,26 +1,48 @@
-"""A run killed halfway and resumed records every cell exactly once."""
+"""A run killed halfway (SIGTERM, or SIGKILL with a torn and a repeated record) and resumed records every cell once."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
 import time
 
+from harness.process import kill_by_marker
+
 from .conftest import REPO
+
+
+def _wait_for_records(path, count: int, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_text().splitlines()) >= count:
+            return
+        time.sleep(0.05)
 
 
 def test_kill_and_resume_records_every_cell_once(checkout):
     scratch = checkout("raw-jsonrpc")
-    command = [sys.executable, "-m", "harness", "--root", str(scratch.root), "run", "--run-id", "r",
-               "--family", "schema", "--transport", "stdio", "--jobs", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "--root",
+        str(scratch.root),
+        "run",
+        "--run-id",
+        "r",
+        "--family",
+        "schema",
+        "--transport",
+        "stdio",
+        "--jobs",
+        "1",
+    ]
     run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     records = scratch.root / "results" / "r" / "cells.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if records.exists() and len(records.read_text().splitlines()) >= 8:
-            break
-        time.sleep(0.05)
+    _wait_for_records(records, 8)
     run.send_signal(signal.SIGTERM)
     _, stderr = run.communicate(timeout=60)
     assert run.returncode == 130, stderr
@@ -35,3 +57,77 @@ def test_kill_and_resume_records_every_cell_once(checkout):
     assert len(keys) == 36 and len(set(keys)) == 36
     meta = (scratch.root / "results" / "r" / "meta.json").read_text()
     assert '"resumed"' in meta and '"finished": "' in meta
+
+
+def _kill_orphans(scratch, timeout_s: float = 30) -> None:
+    """Kill the adapters and servers a killed harness left (each in a session of its own) until none shows twice.
+
+    An adapter the harness was starting may show no command line for a moment, while it execs.
+    """
+    deadline, quiet = time.monotonic() + timeout_s, 0
+    while quiet < 2 and time.monotonic() < deadline:
+        kill_by_marker(str(scratch.root))
+        time.sleep(0.2)
+        quiet = 0 if scratch.processes_left() else quiet + 1
+
+
+KILLED_CASES = (
+    "ok",
+    "no-structured",
+    "type-swap",
+    "drop-required",
+    "extra-field",
+    "wrong-container",
+    "null-structured",
+    "iserror-plain",
+)  # x 2 schema modes: 16 cells
+
+
+def test_sigkill_then_resume_drops_the_torn_line_and_the_repeated_record(checkout):
+    """A killed terminal: no handler runs, cells in flight are lost, the last append may be torn."""
+    scratch = checkout("raw-jsonrpc")
+    cases = [arg for case in KILLED_CASES for arg in ("--case", case)]
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "--root",
+        str(scratch.root),
+        "run",
+        "--run-id",
+        "k",
+        *cases,
+        "--transport",
+        "stdio",
+        "--jobs",
+        "2",
+    ]
+    run = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    records = scratch.root / "results" / "k" / "cells.jsonl"
+    _wait_for_records(records, 5)
+    os.killpg(run.pid, signal.SIGKILL)  # the harness and its group; each adapter has a group of its own
+    run.wait(timeout=30)
+    _kill_orphans(scratch)
+    assert scratch.processes_left() == []
+
+    lines = records.read_text().splitlines()
+    assert 5 <= len(lines) < 16, "the run was killed halfway"
+    kept = {json.loads(line)["key"]: json.loads(line) for line in lines[:-1]}
+    first = json.loads(lines[0])
+    torn = json.loads(lines[-1])["key"]
+    repeated = json.dumps({**first, "finished_at": "a later, repeated record"})
+    records.write_text("\n".join([*lines[:-1], repeated, lines[-1][: len(lines[-1]) // 2]]))  # no final newline
+
+    scratch.harness("run", "--resume", "k", "--jobs", "2")
+    after = scratch.records("k")
+    keys = [record["key"] for record in after]
+    assert len(keys) == 16 and len(set(keys)) == 16, "every cell recorded exactly once"
+    by_key = {record["key"]: record for record in after}
+    assert all(by_key[key] == record for key, record in kept.items()), "recorded cells kept as first recorded"
+    assert by_key[first["key"]]["finished_at"] != "a later, repeated record"
+    assert torn not in kept and torn in by_key, "the cell of the torn line ran again"
+    meta = json.loads((scratch.root / "results" / "k" / "meta.json").read_text())
+    assert meta["resumed"] and meta["finished"]
+    assert scratch.processes_left() == []
