@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import cells, environments, manifest, report, runner, store  # noqa: E402
 from harness.backends.local import LocalBackend  # noqa: E402
-from harness.environments import Layout  # noqa: E402
+from harness.layout import CellFiles, Layout  # noqa: E402
 from harness.meta import cpu_count  # noqa: E402
 
 SAMPLE_CASES = ("ok", "type-swap", "text-10mib")
@@ -43,15 +43,23 @@ SAMPLE_CASES = ("ok", "type-swap", "text-10mib")
 def _steps_ms(observation: dict | None) -> float | None:
     if not observation:
         return None
-    steps = [observation.get("initialize"), observation.get("list_tools"), observation.get("close"),
-             observation.get("followup"), *(observation.get("calls") or [])]
+    steps = [
+        observation.get("initialize"),
+        observation.get("list_tools"),
+        observation.get("close"),
+        observation.get("followup"),
+        *(observation.get("calls") or []),
+    ]
     return sum(float(step.get("duration_ms") or 0) for step in steps if step)
 
 
 def _quantiles(values: list[float]) -> dict[str, float]:
     values = sorted(values)
-    return {"median": round(statistics.median(values), 1),
-            "p90": round(values[int(0.9 * (len(values) - 1))], 1), "n": len(values)}
+    return {
+        "median": round(statistics.median(values), 1),
+        "p90": round(values[int(0.9 * (len(values) - 1))], 1),
+        "n": len(values),
+    }
 
 
 def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
@@ -86,7 +94,10 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
     report_s = time.monotonic() - started
     processes = Counter("killed at budget" if (r.get("process") or {}).get("timed_out") else "exited" for r in records)
     return {
-        "run": run.run_id, "cells": len(records), "seconds": round(seconds, 1), "jobs": args.jobs,
+        "run": run.run_id,
+        "cells": len(records),
+        "seconds": round(seconds, 1),
+        "jobs": args.jobs,
         "processes": dict(processes),
         "cells_per_second": round(len(records) / seconds, 2),
         "overhead_ms_by_adapter": {name: _quantiles(values) for name, values in sorted(overhead.items())},
@@ -95,7 +106,9 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
 
 
 def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
-    adapters = [a for a in manifest.discover(layout.clients) if not args.adapter or a.name in args.adapter]
+    adapters = [
+        a for a in manifest.discover(layout.clients) if not a.broken and (not args.adapter or a.name in args.adapter)
+    ]
     sample = cells.build(adapters, cells.Selection(cases=SAMPLE_CASES, transports=("stdio",)))
     sample = [cell for cell in sample if cell.schema in ("advertised", "none")]
     run = store.RunStore(layout.results / run_id)
@@ -106,21 +119,27 @@ def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
     for _ in range(args.repeat):
         for cell in sample:
             with tempfile.TemporaryDirectory(prefix="bench-bare-") as scratch:
-                directory = Path(scratch)
-                cell_file = directory / "cell.json"
-                cell_file.write_text(json.dumps(cell.to_file(layout.server, directory / "journal.jsonl", python=sys.executable)))
+                files = CellFiles(Path(scratch))
+                files.cell.write_text(json.dumps(cell.to_file(layout.server, files.journal, python=sys.executable)))
                 started = time.monotonic()
-                subprocess.run(environments.command(layout, cell.adapter, cell_file, directory / "obs.json"),
-                               cwd=cell.adapter.directory, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, timeout=cell.budget_s)
+                subprocess.run(
+                    environments.command(layout, cell.adapter, files.cell, files.raw_observation),
+                    cwd=cell.adapter.directory,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=cell.budget_s,
+                )
                 bare.append(time.monotonic() - started)
             started = time.monotonic()
             runner.run_cell(backend, run, cell)
             harnessed.append(time.monotonic() - started)
     total_bare, total_harness = sum(bare), sum(harnessed)
     return {
-        "sample_cells": len(sample), "repeat": args.repeat,
-        "bare_seconds": round(total_bare, 2), "harness_seconds": round(total_harness, 2),
+        "sample_cells": len(sample),
+        "repeat": args.repeat,
+        "bare_seconds": round(total_bare, 2),
+        "harness_seconds": round(total_harness, 2),
         "bare_ms_per_cell": round(1000 * total_bare / len(bare), 1),
         "harness_ms_per_cell": round(1000 * total_harness / len(harnessed), 1),
         "ratio": round(total_harness / total_bare, 3),
@@ -132,18 +151,42 @@ def backends(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     adapters = args.adapter or ["raw-jsonrpc", "python-mcp", "ts-sdk"]
     selection = [arg for name in adapters for arg in ("--adapter", name)]
     selection += [arg for case in SAMPLE_CASES for arg in ("--case", case)]
-    subprocess.run([sys.executable, "-m", "harness", "prepare", "--backend", "docker", *selection[:2 * len(adapters)]],
-                   cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "harness", "prepare", "--backend", "docker", *selection[: 2 * len(adapters)]],
+        cwd=ROOT,
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
     measured = {}
     for backend in ("local", "docker"):
         run_id = f"bench-{backend}-{stamp}"
         started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "harness", "run", "--backend", backend, "--run-id", run_id,
-                        "--jobs", str(args.jobs), *selection], cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "run",
+                "--backend",
+                backend,
+                "--run-id",
+                run_id,
+                "--jobs",
+                str(args.jobs),
+                *selection,
+            ],
+            cwd=ROOT,
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
         seconds = time.monotonic() - started
         cells_run = len(list(store.RunStore(layout.results / run_id).records()))
-        measured[backend] = {"run": run_id, "cells": cells_run, "seconds": round(seconds, 1),
-                             "ms_per_cell": round(1000 * seconds / cells_run, 1)}
+        measured[backend] = {
+            "run": run_id,
+            "cells": cells_run,
+            "seconds": round(seconds, 1),
+            "ms_per_cell": round(1000 * seconds / cells_run, 1),
+        }
     measured["docker_over_local"] = round(measured["docker"]["seconds"] / measured["local"]["seconds"], 3)
     return measured
 
@@ -155,19 +198,30 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=cpu_count())
     parser.add_argument("--repeat", type=int, default=3, help="baseline repetitions")
     parser.add_argument("--skip-matrix", action="store_true", help="only the baseline")
-    parser.add_argument("--backends", action="store_true",
-                        help="also time the sample cells on the local and the docker backend (needs Docker and images)")
-    parser.add_argument("--from-run", default=None, metavar="RUN_ID",
-                        help="measure this finished run (e.g. the one `nox` just made) instead of running the matrix")
+    parser.add_argument(
+        "--backends",
+        action="store_true",
+        help="also time the sample cells on the local and the docker backend (needs Docker and images)",
+    )
+    parser.add_argument(
+        "--from-run",
+        default=None,
+        metavar="RUN_ID",
+        help="measure this finished run (e.g. the one `nox` just made) instead of running the matrix",
+    )
     args = parser.parse_args()
     layout = Layout(ROOT)
     for adapter in manifest.discover(layout.clients):
-        if not args.adapter or adapter.name in args.adapter:
+        if not adapter.broken and (not args.adapter or adapter.name in args.adapter):
             environments.prepare(layout, adapter)
     stamp = store.new_run_id()
     summary = {
-        "machine": {"cpus": cpu_count(), "platform": platform.platform(),
-                    "processor": platform.processor() or platform.machine(), "python": platform.python_version()},
+        "machine": {
+            "cpus": cpu_count(),
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+        },
         "baseline": baseline(layout, args, f"bench-baseline-{stamp}"),
     }
     if args.backends:

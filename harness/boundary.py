@@ -7,8 +7,9 @@ accepted it (``pass``). The probe first tries ``max_bytes``: accepted means "no 
 max_bytes". Otherwise it bisects between a small accepted frame and the first rejected one until
 they are one byte apart. A probe that ends in ``timeout`` says nothing about size (a slow client
 is not a size limit), so it stops the bisection as inconclusive at that size; probe cells get a
-generous budget (``PROBE_BUDGET_SCALE``) so that only a client that really hangs times out. Every probe is a real cell run (``runner.run_cell``) kept in the run's
-``boundary/`` directory as evidence; the summary goes to ``boundary.json``.
+generous budget (``PROBE_BUDGET_SCALE``) so that only a client that really hangs times out.
+Every probe is a real cell run (``runner.run_cell``) kept in the run's ``boundary/`` directory as
+evidence; the summary goes to ``boundary.json``.
 """
 
 from __future__ import annotations
@@ -16,16 +17,18 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import catalog, process
 from .backends import Backend
 from .cells import Cell
 from .classify import cells_frame
 from .manifest import Adapter
+from .records import RunMeta
 from .runner import Interrupted, run_cell
 from .store import RunStore
 
@@ -54,8 +57,15 @@ class Boundary:
 
 
 def probe_case(kind: str, frame_bytes: int) -> catalog.Case:
-    return catalog.Case(f"probe-{kind}-{frame_bytes}", "size", f"{frame_bytes}-byte {kind} frame",
-                        catalog.NO_LIMIT, "unspecified", ("none",), transports=("stdio",))
+    return catalog.Case(
+        f"probe-{kind}-{frame_bytes}",
+        "size",
+        f"{frame_bytes}-byte {kind} frame",
+        catalog.NO_LIMIT,
+        "unspecified",
+        ("none",),
+        transports=("stdio",),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,19 +76,32 @@ class ProbeCell(Cell):
     probe_bytes: int
 
     def server_args(self, server_dir: Path, journal: Path) -> list[str]:
-        return [str(server_dir), "--case", "probe", "--schema", "none", "--journal", str(journal),
-                "--probe-kind", self.probe_kind, "--probe-bytes", str(self.probe_bytes)]
+        return [
+            str(server_dir),
+            "--case",
+            "probe",
+            "--schema",
+            "none",
+            "--journal",
+            str(journal),
+            "--probe-kind",
+            self.probe_kind,
+            "--probe-bytes",
+            str(self.probe_bytes),
+        ]
 
 
 Verdict = tuple[bool | None, str]
 """(True: accepted, False: rejected, None: timed out, inconclusive) and the outcome in words."""
 
 
-def _accepts(backend: Backend, store: RunStore, meta: dict[str, Any], adapter: Adapter, variant_id: str,
-             kind: str, size: int) -> Verdict:
+def _accepts(
+    backend: Backend, store: RunStore, meta: RunMeta, adapter: Adapter, variant_id: str, kind: str, size: int
+) -> Verdict:
     variant = next(v for v in adapter.variants if v.id == variant_id)
-    cell = ProbeCell(adapter, variant, probe_case(kind, size), "none", "stdio", PROBE_BUDGET_SCALE,
-                     probe_kind=kind, probe_bytes=size)
+    cell = ProbeCell(
+        adapter, variant, probe_case(kind, size), "none", "stdio", PROBE_BUDGET_SCALE, probe_kind=kind, probe_bytes=size
+    )
     record = run_cell(backend, store, cell)
     row = cells_frame([record], meta).iloc[0]
     detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()[:300]
@@ -122,14 +145,27 @@ def bisect(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
     return Bisection(low, high, probes, rejection)
 
 
-def probe_all(backend: Backend, store: RunStore, meta: dict[str, Any], adapters: list[Adapter], *, jobs: int,
-              max_bytes: int = DEFAULT_MAX_BYTES, kinds: tuple[str, ...] = KINDS,
-              on_result: Callable[[Boundary], None] = lambda _: None) -> list[Boundary]:
+def probe_all(
+    backend: Backend,
+    store: RunStore,
+    meta: RunMeta,
+    adapters: list[Adapter],
+    *,
+    jobs: int,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    kinds: tuple[str, ...] = KINDS,
+    on_result: Callable[[Boundary], None] = lambda _: None,
+) -> list[Boundary]:
     """Bisect every stdio column x kind, ``jobs`` bisections at a time; write ``boundary.json``."""
     probe_store = RunStore(store.directory / "boundary")
-    tasks = [(adapter, variant.id, kind) for adapter in adapters for variant in adapter.variants
-             if "stdio" in (variant.transports or adapter.transports)
-             and (adapter.families is None or "size" in adapter.families) for kind in kinds]
+    tasks = [
+        (adapter, variant.id, kind)
+        for adapter in adapters
+        for variant in adapter.variants
+        if "stdio" in (variant.transports or adapter.transports)
+        and (adapter.families is None or "size" in adapter.families)
+        for kind in kinds
+    ]
 
     def run(task: tuple[Adapter, str, str], stop: threading.Event) -> Boundary:
         adapter, variant_id, kind = task
@@ -143,21 +179,43 @@ def probe_all(backend: Backend, store: RunStore, meta: dict[str, Any], adapters:
         found = bisect(accepts, MIN_BYTES, max_bytes)
         variant = next(v for v in adapter.variants if v.id == variant_id)
         no_limit = max_bytes if found.largest_accepted == max_bytes else None
-        result = Boundary(adapter.column(variant), adapter.name, variant_id, kind, found.largest_accepted,
-                          found.smallest_rejected, no_limit, found.probes, found.rejection, found.inconclusive_at)
+        result = Boundary(
+            adapter.column(variant),
+            adapter.name,
+            variant_id,
+            kind,
+            found.largest_accepted,
+            found.smallest_rejected,
+            no_limit,
+            found.probes,
+            found.rejection,
+            found.inconclusive_at,
+        )
         on_result(result)
         return result
 
     with process.interruptible(backend.kill_all) as stop, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         results = list(pool.map(lambda task: run(task, stop), tasks))
-    path = store.directory / "boundary.json"
+    path = store.boundary_path
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps([asdict(r) for r in results], indent=2))
     os.replace(temporary, path)
     return results
 
 
+def describe(result: Boundary) -> str:
+    """What a bisection found, in words (the CLI's line and the report's cell say the same)."""
+    if result.inconclusive_at:
+        found = f"inconclusive: a probe of {result.inconclusive_at:,} bytes timed out"
+        return found + (f" (accepted {result.largest_accepted:,})" if result.largest_accepted else "")
+    if result.no_limit_up_to:
+        return f"no limit up to {result.no_limit_up_to:,}"
+    if result.largest_accepted is None:
+        return f"rejects every frame of {result.smallest_rejected or 0:,} bytes and more"
+    return f"largest accepted {result.largest_accepted:,} bytes"
+
+
 def load(store: RunStore) -> list[dict[str, Any]]:
     """The boundary results of a run, or an empty list when it was not probed."""
-    path = store.directory / "boundary.json"
+    path = store.boundary_path
     return json.loads(path.read_text()) if path.exists() else []

@@ -24,22 +24,34 @@ BACKCOMPAT = (
 IS_ERROR = "Tool Execution Errors: Reported in tool results with isError: true."
 CONTENT_REQUIRED = "CallToolResult.content: ContentBlock[] is a required property (schema.ts)."
 NO_LIMIT = "The specification sets no limit on message or result size."
-STDOUT_ONLY_MCP = "The server MUST NOT write anything to its stdout that is not a valid MCP message (basic/transports, stdio)."
+STDOUT_ONLY_MCP = (
+    "The server MUST NOT write anything to its stdout that is not a valid MCP message (basic/transports, stdio)."
+)
 NEWLINE = "Messages are delimited by newlines, and MUST NOT contain embedded newlines (basic/transports, stdio)."
-STDERR = ("The server MAY write UTF-8 strings to its standard error (stderr) for logging purposes. Clients MAY "
-          "capture, forward, or ignore this logging (basic/transports, stdio).")
+STDERR = (
+    "The server MAY write UTF-8 strings to its standard error (stderr) for logging purposes. Clients MAY "
+    "capture, forward, or ignore this logging (basic/transports, stdio)."
+)
 SAME_ID = "Responses MUST include the same ID as the request they correspond to (basic, JSON-RPC responses)."
-TIMEOUTS = ("Implementations SHOULD establish timeouts for all sent requests ... When the request has not received a "
-            "success or error response within the timeout period, the sender SHOULD issue a cancellation "
-            "notification for that request and stop waiting for a response (basic/lifecycle, timeouts).")
+TIMEOUTS = (
+    "Implementations SHOULD establish timeouts for all sent requests ... When the request has not received a "
+    "success or error response within the timeout period, the sender SHOULD issue a cancellation "
+    "notification for that request and stop waiting for a response (basic/lifecycle, timeouts)."
+)
 SHUTDOWN = "Nothing specifies what a client does when the server exits or the stream ends mid-request."
-CANCEL = ("Receivers of cancellation notifications SHOULD stop processing the cancelled request, free associated "
-          "resources and not send a response for the cancelled request (basic/utilities/cancellation).")
-VERSION = ("If the client does not support the version in the server's response, it SHOULD disconnect "
-           "(basic/lifecycle, version negotiation).")
+CANCEL = (
+    "Receivers of cancellation notifications SHOULD stop processing the cancelled request, free associated "
+    "resources and not send a response for the cancelled request (basic/utilities/cancellation)."
+)
+VERSION = (
+    "If the client does not support the version in the server's response, it SHOULD disconnect "
+    "(basic/lifecycle, version negotiation)."
+)
 ERROR_OBJECT = "A JSON-RPC error has an integer code and a string message (JSON-RPC 2.0; schema.ts JSONRPCError)."
-CONTENT_TYPES = ("ContentBlock is TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource, "
-                 "each with a required type (schema.ts).")
+CONTENT_TYPES = (
+    "ContentBlock is TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource, "
+    "each with a required type (schema.ts)."
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +81,9 @@ def _size(case_id: str, description: str, sends: str, calls: int = 1) -> Case:
 
 
 def _transport(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: int) -> Case:
-    return Case(case_id, "transport", description, clause, level, ("none",), sends=sends,
-                transports=("stdio",), **extra)
+    return Case(
+        case_id, "transport", description, clause, level, ("none",), sends=sends, transports=("stdio",), **extra
+    )
 
 
 def _protocol(case_id: str, description: str, clause: str, level: Level, sends: str) -> Case:
@@ -78,111 +91,295 @@ def _protocol(case_id: str, description: str, clause: str, level: Level, sends: 
 
 
 CASES: tuple[Case, ...] = (
-    _schema("ok", "Control: conforming structuredContent and the same data as JSON text.",
-            CONFORM, "MUST", "content=[text(JSON)], structuredContent={account_id, balance_minor, currency, as_of}"),
-    _schema("no-structured", "outputSchema declared, but only a text block is returned.",
-            CONFORM, "MUST", "content=[text(JSON)], no structuredContent"),
-    _schema("type-swap", "balance_minor (integer in the schema) sent as the string \"4071877\".",
-            VALIDATE, "SHOULD", "structuredContent.balance_minor = \"4071877\""),
-    _schema("drop-required", "The required field currency is missing.",
-            VALIDATE, "SHOULD", "structuredContent without currency"),
-    _schema("extra-field", "An extra field (branch) although additionalProperties is false.",
-            VALIDATE, "SHOULD", "structuredContent with branch=\"Zurich-3\""),
-    _schema("wrong-container", "structuredContent is an array holding the object, not the object.",
-            "structuredContent: { [key: string]: unknown } (an object, schema.ts). " + VALIDATE,
-            "MUST", "structuredContent=[{...}]"),
-    _schema("null-structured", "structuredContent is JSON null.",
-            "structuredContent is an optional object (schema.ts); null is not an object.",
-            "MUST", "structuredContent=null"),
-    _schema("iserror-bad-structured", "isError with structuredContent that does not match the schema.",
-            IS_ERROR + " The schema says nothing about validating error results.", "unspecified",
-            "isError=true, structuredContent={error: \"ledger_unavailable\"}"),
-    _schema("iserror-plain", "isError with a text message and no structuredContent.",
-            IS_ERROR, "unspecified", "isError=true, content=[text(message)]"),
-    _schema("iserror-valid-structured", "isError with conforming structuredContent.",
-            IS_ERROR, "unspecified", "isError=true, conforming structuredContent and its JSON text"),
-    _schema("diverge", "The text block names another account and amount than structuredContent.",
-            BACKCOMPAT, "SHOULD", "text = ACC-5518/129900 EUR, structuredContent = ACC-4471/4071877 USD"),
-    _schema("empty-content-structured", "content is an empty list; structuredContent is valid.",
-            BACKCOMPAT, "SHOULD", "content=[], conforming structuredContent"),
-    _schema("missing-content", "No content key at all; structuredContent is valid.",
-            CONTENT_REQUIRED, "MUST", "no content key, conforming structuredContent"),
-    _schema("corrupt-plausible", "Schema-valid data about another account (ACC-5518).",
-            CONFORM + " (conformance cannot detect wrong data)", "unspecified",
-            "conforming structuredContent and text for ACC-5518"),
-    _schema("error", "isError with the message an SDK server produces for a raised exception.",
-            IS_ERROR, "unspecified", "isError=true, content=[text(\"Error executing tool ...\")]"),
-    _schema("empty-string", "One text block with the empty string; nothing else.",
-            CONFORM, "MUST", "content=[text(\"\")]"),
-    _schema("truncate", "The JSON text is cut in half and structuredContent is dropped.",
-            CONFORM, "MUST", "content=[text(first half of the JSON)]"),
-    _schema("latency", "The correct answer, after a 2 s delay.",
-            "Implementations SHOULD establish timeouts for all sent requests (basic/lifecycle).",
-            "SHOULD", "the ok result after 2 s"),
+    _schema(
+        "ok",
+        "Control: conforming structuredContent and the same data as JSON text.",
+        CONFORM,
+        "MUST",
+        "content=[text(JSON)], structuredContent={account_id, balance_minor, currency, as_of}",
+    ),
+    _schema(
+        "no-structured",
+        "outputSchema declared, but only a text block is returned.",
+        CONFORM,
+        "MUST",
+        "content=[text(JSON)], no structuredContent",
+    ),
+    _schema(
+        "type-swap",
+        'balance_minor (integer in the schema) sent as the string "4071877".',
+        VALIDATE,
+        "SHOULD",
+        'structuredContent.balance_minor = "4071877"',
+    ),
+    _schema(
+        "drop-required",
+        "The required field currency is missing.",
+        VALIDATE,
+        "SHOULD",
+        "structuredContent without currency",
+    ),
+    _schema(
+        "extra-field",
+        "An extra field (branch) although additionalProperties is false.",
+        VALIDATE,
+        "SHOULD",
+        'structuredContent with branch="Zurich-3"',
+    ),
+    _schema(
+        "wrong-container",
+        "structuredContent is an array holding the object, not the object.",
+        "structuredContent: { [key: string]: unknown } (an object, schema.ts). " + VALIDATE,
+        "MUST",
+        "structuredContent=[{...}]",
+    ),
+    _schema(
+        "null-structured",
+        "structuredContent is JSON null.",
+        "structuredContent is an optional object (schema.ts); null is not an object.",
+        "MUST",
+        "structuredContent=null",
+    ),
+    _schema(
+        "iserror-bad-structured",
+        "isError with structuredContent that does not match the schema.",
+        IS_ERROR + " The schema says nothing about validating error results.",
+        "unspecified",
+        'isError=true, structuredContent={error: "ledger_unavailable"}',
+    ),
+    _schema(
+        "iserror-plain",
+        "isError with a text message and no structuredContent.",
+        IS_ERROR,
+        "unspecified",
+        "isError=true, content=[text(message)]",
+    ),
+    _schema(
+        "iserror-valid-structured",
+        "isError with conforming structuredContent.",
+        IS_ERROR,
+        "unspecified",
+        "isError=true, conforming structuredContent and its JSON text",
+    ),
+    _schema(
+        "diverge",
+        "The text block names another account and amount than structuredContent.",
+        BACKCOMPAT,
+        "SHOULD",
+        "text = ACC-5518/129900 EUR, structuredContent = ACC-4471/4071877 USD",
+    ),
+    _schema(
+        "empty-content-structured",
+        "content is an empty list; structuredContent is valid.",
+        BACKCOMPAT,
+        "SHOULD",
+        "content=[], conforming structuredContent",
+    ),
+    _schema(
+        "missing-content",
+        "No content key at all; structuredContent is valid.",
+        CONTENT_REQUIRED,
+        "MUST",
+        "no content key, conforming structuredContent",
+    ),
+    _schema(
+        "corrupt-plausible",
+        "Schema-valid data about another account (ACC-5518).",
+        CONFORM + " (conformance cannot detect wrong data)",
+        "unspecified",
+        "conforming structuredContent and text for ACC-5518",
+    ),
+    _schema(
+        "error",
+        "isError with the message an SDK server produces for a raised exception.",
+        IS_ERROR,
+        "unspecified",
+        'isError=true, content=[text("Error executing tool ...")]',
+    ),
+    _schema(
+        "empty-string", "One text block with the empty string; nothing else.", CONFORM, "MUST", 'content=[text("")]'
+    ),
+    _schema(
+        "truncate",
+        "The JSON text is cut in half and structuredContent is dropped.",
+        CONFORM,
+        "MUST",
+        "content=[text(first half of the JSON)]",
+    ),
+    _schema(
+        "latency",
+        "The correct answer, after a 2 s delay.",
+        "Implementations SHOULD establish timeouts for all sent requests (basic/lifecycle).",
+        "SHOULD",
+        "the ok result after 2 s",
+    ),
     _size("text-9mib", "One text block of 9,437,184 ASCII bytes.", "text of 9 MiB"),
     _size("text-10mib", "One text block of 10,485,760 ASCII bytes.", "text of 10 MiB"),
     _size("text-12mib", "One text block of 12,582,912 ASCII bytes.", "text of 12 MiB"),
-    _size("cjk-3m", "One text block of 3,000,000 CJK characters (9,000,000 UTF-8 bytes).",
-          "3,000,000 ideographs, 3 bytes each"),
-    _size("cjk-3.5m", "One text block of 3,500,000 CJK characters (10,500,000 UTF-8 bytes).",
-          "3,500,000 ideographs, 3 bytes each"),
-    _size("blob-7mib", "One image block of 7,340,032 raw bytes (base64 in data).",
-          "image/png, 7 MiB raw, 9,786,712 base64 characters"),
-    _size("blob-8mib", "One image block of 8,388,608 raw bytes (base64 in data).",
-          "image/png, 8 MiB raw, 11,184,812 base64 characters"),
-    _size("many-blocks", "100,000 small text blocks in one result.", "100,000 x text(\"block NNNNNN\")"),
-    _size("three-4mib", "Three calls in a row on one session, each answered with 4 MiB of text.",
-          "3 x text of 4 MiB", calls=3),
-    _transport("stdout-noise", "A non-JSON log line on stdout just before the response.", STDOUT_ONLY_MCP, "MUST",
-               "\"[ledger] DEBUG fetching balance ...\" then the ok result"),
-    _transport("stdout-banner", "A banner line on stdout before the initialize answer.", STDOUT_ONLY_MCP, "MUST",
-               "\"Reference ledger server 0.1.0 - listening on stdio ...\" then the initialize answer"),
-    _transport("stderr-flood", "8 MiB of log lines on stderr while answering.", STDERR, "unspecified",
-               "8,388,608 bytes on stderr, then the ok result"),
-    _transport("malformed-frame", "The response frame is cut in half: one line of invalid JSON.", NEWLINE, "MUST",
-               "the first half of the ok frame, then a newline"),
-    _transport("partial-frame-eof", "Half of the response frame without a newline, then the server exits.",
-               SHUTDOWN, "unspecified", "half a frame, then exit(0)"),
-    _transport("exit-mid-call", "The server exits without answering the call.", SHUTDOWN, "unspecified",
-               "nothing; exit(3)"),
-    _transport("no-response", "The call is never answered; later requests are.", TIMEOUTS, "SHOULD",
-               "nothing for the call (the follow-up is answered)"),
-    _transport("wrong-id", "The response carries another id (request id + 1000).", SAME_ID, "MUST",
-               "the ok result with id + 1000"),
-    _transport("duplicate-response", "The response is sent twice.", SAME_ID, "MUST",
-               "the ok result, twice"),
-    _transport("interleaved-notifications",
-               "Log notifications (and progress, when the client asked for it) before the result.",
-               "Notifications may arrive at any time; progress only for a progressToken the request provided "
-               "(basic/utilities/progress).", "unspecified",
-               "3 x notifications/message (+ notifications/progress), then the ok result"),
-    _transport("crlf-framing", "Every frame ends in \\r\\n instead of \\n.", NEWLINE, "unspecified",
-               "frames terminated by CR LF"),
-    _transport("slow-writer", "A 32 MiB result written in 64 KiB chunks with a 2 ms pause; the journal records "
-               "how long the writes blocked.", NO_LIMIT, "unspecified", "32 MiB of text, slowly"),
-    _transport("cancel-then-followup",
-               "The call works slowly (a log tick every 200 ms for 8 s); the adapter cancels it after 1 s, then "
-               "the follow-up must complete. The journal records the cancel and whether the producer stopped.",
-               CANCEL, "SHOULD", "log/progress ticks until cancelled; no result once cancelled",
-               cancel_after_ms=1000),
-    _protocol("version-mismatch", "The initialize answer names protocolVersion 1999-01-01.", VERSION, "SHOULD",
-              "protocolVersion = \"1999-01-01\", then normal answers"),
-    _protocol("jsonrpc-error", "tools/call answered with a JSON-RPC error.", ERROR_OBJECT, "MUST",
-              "error {code: -32603, message: \"Internal error: ledger unavailable\"}"),
-    _protocol("jsonrpc-error-data", "tools/call answered with a JSON-RPC error carrying data.", ERROR_OBJECT, "MUST",
-              "error {code: -32603, message, data: {retry_after_s, ledger, account_id}}"),
-    _protocol("error-no-message", "A JSON-RPC error object without a message.", ERROR_OBJECT, "MUST",
-              "error {code: -32603}"),
-    _protocol("unknown-content-type", "A content block of an unknown type (hologram) beside the text.",
-              CONTENT_TYPES, "MUST", "content=[{type: \"hologram\", ...}, text(JSON)]"),
-    _protocol("content-missing-type", "A content block without type.", CONTENT_TYPES, "MUST",
-              "content=[{text: JSON}]"),
-    _protocol("resource-link", "A resource_link block beside the text.", CONTENT_TYPES, "unspecified",
-              "content=[text(JSON), resource_link ledger://accounts/ACC-4471]"),
-    _protocol("embedded-resource", "The data as an embedded text resource only.", CONTENT_TYPES, "unspecified",
-              "content=[resource {uri, mimeType: application/json, text: JSON}]"),
-    _protocol("audio", "An audio block (a WAV header) beside the text.", CONTENT_TYPES, "unspecified",
-              "content=[text(JSON), audio audio/wav]"),
+    _size(
+        "cjk-3m",
+        "One text block of 3,000,000 CJK characters (9,000,000 UTF-8 bytes).",
+        "3,000,000 ideographs, 3 bytes each",
+    ),
+    _size(
+        "cjk-3.5m",
+        "One text block of 3,500,000 CJK characters (10,500,000 UTF-8 bytes).",
+        "3,500,000 ideographs, 3 bytes each",
+    ),
+    _size(
+        "blob-7mib",
+        "One image block of 7,340,032 raw bytes (base64 in data).",
+        "image/png, 7 MiB raw, 9,786,712 base64 characters",
+    ),
+    _size(
+        "blob-8mib",
+        "One image block of 8,388,608 raw bytes (base64 in data).",
+        "image/png, 8 MiB raw, 11,184,812 base64 characters",
+    ),
+    _size("many-blocks", "100,000 small text blocks in one result.", '100,000 x text("block NNNNNN")'),
+    _size(
+        "three-4mib",
+        "Three calls in a row on one session, each answered with 4 MiB of text.",
+        "3 x text of 4 MiB",
+        calls=3,
+    ),
+    _transport(
+        "stdout-noise",
+        "A non-JSON log line on stdout just before the response.",
+        STDOUT_ONLY_MCP,
+        "MUST",
+        '"[ledger] DEBUG fetching balance ..." then the ok result',
+    ),
+    _transport(
+        "stdout-banner",
+        "A banner line on stdout before the initialize answer.",
+        STDOUT_ONLY_MCP,
+        "MUST",
+        '"Reference ledger server 0.1.0 - listening on stdio ..." then the initialize answer',
+    ),
+    _transport(
+        "stderr-flood",
+        "8 MiB of log lines on stderr while answering.",
+        STDERR,
+        "unspecified",
+        "8,388,608 bytes on stderr, then the ok result",
+    ),
+    _transport(
+        "malformed-frame",
+        "The response frame is cut in half: one line of invalid JSON.",
+        NEWLINE,
+        "MUST",
+        "the first half of the ok frame, then a newline",
+    ),
+    _transport(
+        "partial-frame-eof",
+        "Half of the response frame without a newline, then the server exits.",
+        SHUTDOWN,
+        "unspecified",
+        "half a frame, then exit(0)",
+    ),
+    _transport(
+        "exit-mid-call", "The server exits without answering the call.", SHUTDOWN, "unspecified", "nothing; exit(3)"
+    ),
+    _transport(
+        "no-response",
+        "The call is never answered; later requests are.",
+        TIMEOUTS,
+        "SHOULD",
+        "nothing for the call (the follow-up is answered)",
+    ),
+    _transport(
+        "wrong-id",
+        "The response carries another id (request id + 1000).",
+        SAME_ID,
+        "MUST",
+        "the ok result with id + 1000",
+    ),
+    _transport("duplicate-response", "The response is sent twice.", SAME_ID, "MUST", "the ok result, twice"),
+    _transport(
+        "interleaved-notifications",
+        "Log notifications (and progress, when the client asked for it) before the result.",
+        "Notifications may arrive at any time; progress only for a progressToken the request provided "
+        "(basic/utilities/progress).",
+        "unspecified",
+        "3 x notifications/message (+ notifications/progress), then the ok result",
+    ),
+    _transport(
+        "crlf-framing",
+        "Every frame ends in \\r\\n instead of \\n.",
+        NEWLINE,
+        "unspecified",
+        "frames terminated by CR LF",
+    ),
+    _transport(
+        "slow-writer",
+        "A 32 MiB result written in 64 KiB chunks with a 2 ms pause; the journal records how long the writes blocked.",
+        NO_LIMIT,
+        "unspecified",
+        "32 MiB of text, slowly",
+    ),
+    _transport(
+        "cancel-then-followup",
+        "The call works slowly (a log tick every 200 ms for 8 s); the adapter cancels it after 1 s, then "
+        "the follow-up must complete. The journal records the cancel and whether the producer stopped.",
+        CANCEL,
+        "SHOULD",
+        "log/progress ticks until cancelled; no result once cancelled",
+        cancel_after_ms=1000,
+    ),
+    _protocol(
+        "version-mismatch",
+        "The initialize answer names protocolVersion 1999-01-01.",
+        VERSION,
+        "SHOULD",
+        'protocolVersion = "1999-01-01", then normal answers',
+    ),
+    _protocol(
+        "jsonrpc-error",
+        "tools/call answered with a JSON-RPC error.",
+        ERROR_OBJECT,
+        "MUST",
+        'error {code: -32603, message: "Internal error: ledger unavailable"}',
+    ),
+    _protocol(
+        "jsonrpc-error-data",
+        "tools/call answered with a JSON-RPC error carrying data.",
+        ERROR_OBJECT,
+        "MUST",
+        "error {code: -32603, message, data: {retry_after_s, ledger, account_id}}",
+    ),
+    _protocol(
+        "error-no-message", "A JSON-RPC error object without a message.", ERROR_OBJECT, "MUST", "error {code: -32603}"
+    ),
+    _protocol(
+        "unknown-content-type",
+        "A content block of an unknown type (hologram) beside the text.",
+        CONTENT_TYPES,
+        "MUST",
+        'content=[{type: "hologram", ...}, text(JSON)]',
+    ),
+    _protocol("content-missing-type", "A content block without type.", CONTENT_TYPES, "MUST", "content=[{text: JSON}]"),
+    _protocol(
+        "resource-link",
+        "A resource_link block beside the text.",
+        CONTENT_TYPES,
+        "unspecified",
+        "content=[text(JSON), resource_link ledger://accounts/ACC-4471]",
+    ),
+    _protocol(
+        "embedded-resource",
+        "The data as an embedded text resource only.",
+        CONTENT_TYPES,
+        "unspecified",
+        "content=[resource {uri, mimeType: application/json, text: JSON}]",
+    ),
+    _protocol(
+        "audio",
+        "An audio block (a WAV header) beside the text.",
+        CONTENT_TYPES,
+        "unspecified",
+        "content=[text(JSON), audio audio/wav]",
+    ),
 )
 
 FAMILIES: tuple[Family, ...] = ("schema", "size", "transport", "protocol")

@@ -43,7 +43,14 @@ def markdown() -> str:
         for case in catalog.CASES:
             if case.family != family:
                 continue
-            cells = (f"`{case.id}`", case.description, case.sends, case.level, case.clause, str(case.calls),
-                     ", ".join(case.transports))
+            cells = (
+                f"`{case.id}`",
+                case.description,
+                case.sends,
+                case.level,
+                case.clause,
+                str(case.calls),
+                ", ".join(case.transports),
+            )
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines) + "\n"

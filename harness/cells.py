@@ -6,14 +6,17 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from . import catalog
+from .errors import UsageError
 from .manifest import Adapter, Variant
+from .records import CONTRACT
 
-CONTRACT = 1
 TOOL_CALL: dict[str, Any] = {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}}
 FOLLOWUP_TEXT = "follow-up"
 FOLLOWUP_CALL: dict[str, Any] = {"name": "echo", "arguments": {"text": FOLLOWUP_TEXT}}
@@ -105,7 +108,7 @@ class Selection:
     def __post_init__(self) -> None:
         index, count = self.shard
         if not 1 <= index <= count:
-            raise ValueError(f"shard {index}/{count}: expected 1 <= index <= count")
+            raise UsageError(f"shard {index}/{count}: expected 1 <= index <= count")
 
 
 def _matches(value: str, wanted: Iterable[str]) -> bool:
@@ -113,23 +116,38 @@ def _matches(value: str, wanted: Iterable[str]) -> bool:
     return not wanted or value in wanted
 
 
+def unknown(what: str, value: str, known: Iterable[str], where: str) -> UsageError:
+    """The error for a name that is not among ``known``: close matches first, then where to look."""
+    close = difflib.get_close_matches(value, list(known), n=3, cutoff=0.6)
+    maybe = f"; did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
+    return UsageError(f"unknown {what} {value!r}{maybe} ({where})")
+
+
+def check(adapters: list[Adapter], selection: Selection) -> None:
+    """Raise :class:`UsageError` for an adapter, column, case or family the selection names that does not exist."""
+    columns = {a.name for a in adapters} | {a.column(v) for a in adapters for v in a.variants}
+    for name in selection.adapters:
+        if name not in columns:
+            raise unknown("adapter", name, columns, "`python -m harness list` shows the adapters and columns")
+    for case_id in selection.cases:
+        if case_id not in catalog.BY_ID:
+            raise unknown(
+                "case", case_id, catalog.BY_ID, f"`python -m harness catalog` lists the {len(catalog.CASES)} cases"
+            )
+    for family in selection.families:
+        if family not in catalog.FAMILIES:
+            raise unknown("family", family, catalog.FAMILIES, f"families: {', '.join(catalog.FAMILIES)}")
+
+
 def build(adapters: list[Adapter], selection: Selection = Selection(), budget_scale: float = 1.0) -> list[Cell]:
     """All selected cells, in a stable order (case-major, so that slow families spread out).
 
     ``budget_scale`` multiplies every cell's time budget (for slow machines, or fast tests).
+    Unknown names are a :class:`UsageError` (:func:`check`); an empty result is not an error here.
     """
     if budget_scale <= 0:
-        raise ValueError(f"budget scale {budget_scale}: expected a positive number")
-    for name in selection.adapters:
-        if name not in {a.name for a in adapters} and name not in {
-            a.column(v) for a in adapters for v in a.variants
-        }:
-            raise ValueError(f"unknown adapter {name!r}; known: {', '.join(a.name for a in adapters)}")
-    for case_id in selection.cases:
-        catalog.get(case_id)
-    for family in selection.families:
-        if family not in catalog.FAMILIES:
-            raise ValueError(f"unknown family {family!r}; known: {', '.join(catalog.FAMILIES)}")
+        raise UsageError(f"budget scale {budget_scale}: expected a positive number")
+    check(adapters, selection)
     cells = [
         Cell(adapter, variant, case, schema, transport, budget_scale)
         for case in catalog.CASES
@@ -137,9 +155,7 @@ def build(adapters: list[Adapter], selection: Selection = Selection(), budget_sc
         for schema in case.schema_modes
         for adapter in adapters
         for variant in adapter.variants
-        if not selection.adapters
-        or adapter.name in selection.adapters
-        or adapter.column(variant) in selection.adapters
+        if not selection.adapters or adapter.name in selection.adapters or adapter.column(variant) in selection.adapters
         if adapter.families is None or case.family in adapter.families
         for transport in (variant.transports or adapter.transports)
         if transport in case.transports and _matches(transport, selection.transports)

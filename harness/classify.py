@@ -12,7 +12,8 @@ Two steps, both harness-side (adapters only report facts):
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from servers.reference.elide import as_text
 
 from . import compare, model_view
 from .cells import FOLLOWUP_TEXT, TOOL_CALL
+from .records import Call, CellRecord, ErrorInfo, JournalEvent, Observation, RunMeta
 
 OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", "harness-error")
 SHORT_MESSAGE = 160
@@ -32,49 +34,86 @@ ADAPTER_DEADLINE = "AdapterTimeout"
 """Error type adapters record when their own deadline (inside the cell budget) ended a step."""
 
 COLUMNS = (
-    "client", "adapter", "kind", "variant", "case", "family", "schema", "transport", "outcome",
-    "timeout_by", "followup", "altered", "altered_fields", "stage", "error_type", "error_code", "error_sdk_code",
-    "error_message", "transport_errors", "transport_error_count", "package", "package_version",
-    "duration_ms", "wall_ms", "frame_bytes", "tools_list_called", "server_exit", "server_cancel",
-    "cancelled_by_caller", "exit_code", "model_channel", "model_error_seen", "model_error_flag", "model_excerpt",
-    "model_aborted", "key",
+    "client",
+    "adapter",
+    "kind",
+    "variant",
+    "case",
+    "family",
+    "schema",
+    "transport",
+    "outcome",
+    "timeout_by",
+    "followup",
+    "altered",
+    "altered_fields",
+    "stage",
+    "error_type",
+    "error_code",
+    "error_sdk_code",
+    "error_message",
+    "transport_errors",
+    "transport_error_count",
+    "package",
+    "package_version",
+    "duration_ms",
+    "wall_ms",
+    "frame_bytes",
+    "tools_list_called",
+    "server_exit",
+    "server_cancel",
+    "cancelled_by_caller",
+    "exit_code",
+    "model_channel",
+    "model_error_seen",
+    "model_error_flag",
+    "model_excerpt",
+    "model_aborted",
+    "key",
 )
 
 
-def _error_text(error: dict[str, Any] | None) -> str:
+def _error_text(error: ErrorInfo | None) -> str:
     if not error:
         return ""
     code = f" {error['code']}" if error.get("code") is not None else ""
     return f"{as_text(error.get('type'))}{code}: {as_text(error.get('message'))}"
 
 
-def is_client_timeout(error: dict[str, Any] | None) -> bool:
+def is_client_timeout(error: ErrorInfo | None) -> bool:
     """Whether an error raised by a client is its own request timeout."""
     if not error or error.get("type") == ADAPTER_DEADLINE:
         return False
     text = as_text(error.get("type")) + " " + as_text(error.get("message"))
-    return (error.get("code") in TIMEOUT_CODES or error.get("sdk_code") in TIMEOUT_SDK_CODES
-            or bool(TIMEOUT_TEXT.search(text)))
+    return (
+        error.get("code") in TIMEOUT_CODES
+        or error.get("sdk_code") in TIMEOUT_SDK_CODES
+        or bool(TIMEOUT_TEXT.search(text))
+    )
 
 
-def _followup(observation: dict[str, Any] | None) -> str:
-    followup = (observation or {}).get("followup")
+def _texts(result: Any) -> list[Any]:
+    """The ``text`` of every content block of a returned result."""
+    content = result.get("content") if isinstance(result, dict) else None
+    return [block.get("text") for block in content or [] if isinstance(block, dict)]
+
+
+def _followup(followup: Call | None) -> str:
+    """``ok`` when the follow-up call's text came back (not as an error), ``failed``, or ``none`` (not made)."""
     if not followup:
         return "none"
+    returned = followup.get("status") == "returned"
     view = followup.get("model_view")
     if view is not None:  # a framework: the follow-up's text came back (to the model, or in the
         # framework's tool result, e.g. FastMCP's content when its parsed ``data`` is null), not as an error
         returned_text = " ".join([*model_view.strings(view.get("value")), *model_view.strings(followup.get("result"))])
-        reached = followup.get("status") == "returned" and FOLLOWUP_TEXT in returned_text
-        return "ok" if reached and view.get("error_flag") is not True else "failed"
-    result = followup.get("result") if followup.get("status") == "returned" else None
-    content = (result or {}).get("content") if isinstance(result, dict) else None
-    texts = [block.get("text") for block in content or [] if isinstance(block, dict)]
-    ok = FOLLOWUP_TEXT in texts and not (result or {}).get("isError")
-    return "ok" if ok else "failed"
+        return "ok" if returned and FOLLOWUP_TEXT in returned_text and view.get("error_flag") is not True else "failed"
+    result = followup.get("result") if returned else None
+    is_error = isinstance(result, dict) and bool(result.get("isError"))
+    return "ok" if FOLLOWUP_TEXT in _texts(result) and not is_error else "failed"
 
 
-def _server_cancel(journal: list[dict[str, Any]]) -> str:
+def _server_cancel(journal: list[JournalEvent]) -> str:
     """What the server did about a cancel: ``stopped``, ``not-stopped``, ``none`` (none received)."""
     received = any(e.get("event") == "recv" and e.get("method") == "notifications/cancelled" for e in journal)
     observed = [e for e in journal if e.get("event") == "cancel-observed"]
@@ -83,51 +122,81 @@ def _server_cancel(journal: list[dict[str, Any]]) -> str:
     return "not-stopped" if received else "none"
 
 
-def sent_results(journal: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _is_case_call(event: JournalEvent) -> bool:
+    params = event.get("params")
+    return (
+        event.get("event") == "recv"
+        and event.get("method") == "tools/call"
+        and isinstance(params, dict)
+        and params.get("name") == TOOL_CALL["name"]
+    )
+
+
+def sent_results(journal: list[JournalEvent]) -> list[JournalEvent]:
     """The messages the server sent in answer to the case's tool calls, in order."""
-    call_ids = [
-        event.get("id") for event in journal
-        if event.get("event") == "recv" and event.get("method") == "tools/call"
-        and isinstance(event.get("params"), dict) and event["params"].get("name") == TOOL_CALL["name"]
-    ]
+    call_ids = [event.get("id") for event in journal if _is_case_call(event)]
     sends = {event.get("id"): event for event in journal if event.get("event") == "send"}
     return [sends[call_id] for call_id in call_ids if call_id in sends]
 
 
-def _model_facts(returned: list[dict[str, Any]], sent: list[dict[str, Any]]) -> dict[str, Any]:
+def _sent_result(event: JournalEvent) -> Any:
+    message = event.get("message")
+    return message.get("result") if isinstance(message, dict) else None
+
+
+class ModelFacts(TypedDict):
+    model_channel: str | None
+    model_error_seen: bool | None
+    model_error_flag: bool | None
+    model_excerpt: str | None
+
+
+def _model_facts(returned: list[Call], sent: list[JournalEvent]) -> ModelFacts:
     """What the model read from the first returned call that carries a model view (frameworks)."""
     for call in returned:
         view = call.get("model_view")
         if view is None:
             continue
-        message = sent[0].get("message") if sent else None
-        result = message.get("result") if isinstance(message, dict) else None
         value = view.get("value")
-        return {"model_channel": model_view.channel(value, result), "model_error_seen": model_view.error_seen(view),
-                "model_error_flag": view.get("error_flag"), "model_excerpt": model_view.excerpt(value)}
+        result = _sent_result(sent[0]) if sent else None
+        return {
+            "model_channel": model_view.channel(value, result),
+            "model_error_seen": model_view.error_seen(view),
+            "model_error_flag": view.get("error_flag"),
+            "model_excerpt": model_view.excerpt(value),
+        }
     return {"model_channel": None, "model_error_seen": None, "model_error_flag": None, "model_excerpt": None}
 
 
-def facts(record: dict[str, Any]) -> dict[str, Any]:
-    """The flat facts of one cell record."""
-    observation = record.get("observation")
-    proc = record.get("process") or {}
-    journal = record.get("journal") or []
-    calls = (observation or {}).get("calls") or []
-    initialize = (observation or {}).get("initialize") or {}
+def _altered_fields(calls: list[Call], sent: list[JournalEvent]) -> list[str]:
+    """The result fields in which what a returned call gave its caller differs from what the server sent."""
+    fields: list[str] = []
+    for call, event in zip(calls, sent, strict=False):  # a call the server never answered has no event
+        if call.get("status") == "returned":
+            fields += [
+                name for name in compare.differences(call.get("result"), _sent_result(event)) if name not in fields
+            ]
+    return fields
+
+
+def facts(record: CellRecord) -> dict[str, Any]:
+    """The flat facts of one cell record (the columns :data:`RULES` read)."""
+    observation: Observation = record["observation"] or {}
+    proc = record["process"]
+    journal = record["journal"]
+    calls = observation.get("calls") or []
+    initialize = observation.get("initialize") or {}
     raised = [call for call in calls if call.get("status") == "raised"]
     returned = [call for call in calls if call.get("status") == "returned"]
     sent = sent_results(journal)
     framework = record.get("kind") == "framework"
-    altered_fields: list[str] = []
-    for index, call in enumerate(calls):
-        if call.get("status") == "returned" and index < len(sent) and not framework:
-            for name in compare.differences(call.get("result"), (sent[index].get("message") or {}).get("result")):
-                if name not in altered_fields:
-                    altered_fields.append(name)
-    first_error = initialize.get("error") if initialize.get("status") == "raised" else (
-        raised[0].get("error") if raised else None)
-    transport_errors = (observation or {}).get("transport_errors") or []
+    altered_fields = [] if framework else _altered_fields(calls, sent)
+    first_error = (
+        initialize.get("error")
+        if initialize.get("status") == "raised"
+        else (raised[0].get("error") if raised else None)
+    )
+    transport_errors = observation.get("transport_errors") or []
     cancelled = any(call.get("cancelled_after_ms") is not None for call in raised)
     exits = [event for event in journal if event.get("event") == "exit"]
     return {
@@ -140,10 +209,10 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "family": record["family"],
         "schema": record["schema"],
         "transport": record["transport"],
-        "harness_error": record.get("harness_error"),
-        "timed_out": bool(proc.get("timed_out")),
-        "has_observation": observation is not None,
-        "exit_code": proc.get("exit_code"),
+        "harness_error": record["harness_error"],
+        "timed_out": bool(proc and proc["timed_out"]),
+        "has_observation": record["observation"] is not None,
+        "exit_code": proc["exit_code"] if proc else None,
         "init_raised": initialize.get("status") == "raised",
         "call_raised": bool(raised),
         "call_is_error": any(isinstance(c.get("result"), dict) and bool(c["result"].get("isError")) for c in returned),
@@ -151,21 +220,21 @@ def facts(record: dict[str, Any]) -> dict[str, Any]:
         "cancelled_by_caller": cancelled,
         "client_timeout": is_client_timeout(first_error) and not cancelled,
         "adapter_deadline": first_error is not None and first_error.get("type") == ADAPTER_DEADLINE,
-        "followup": _followup(observation),
+        "followup": _followup(observation.get("followup")),
         "altered": bool(altered_fields) if returned and sent and not framework else None,
         "altered_fields": ",".join(altered_fields),
         "error": first_error,
         "transport_errors": "; ".join(_error_text(e) for e in transport_errors)[:2000],
         "transport_error_count": len(transport_errors),
         "unhandled": any(error.get("source") in UNHANDLED_SOURCES for error in transport_errors),
-        "package_version_observed": (observation or {}).get("package_version"),
+        "package_version_observed": observation.get("package_version"),
         "duration_ms": sum(float(c.get("duration_ms") or 0) for c in calls) if calls else None,
-        "wall_ms": proc.get("wall_ms"),
+        "wall_ms": proc["wall_ms"] if proc else None,
         "frame_bytes": max((event.get("bytes", 0) for event in sent), default=None),
         "tools_list_called": any(e.get("event") == "recv" and e.get("method") == "tools/list" for e in journal),
         "server_exit": exits[-1].get("reason") if exits else None,
         "server_cancel": _server_cancel(journal),
-        "budget_ms": record.get("budget_ms"),
+        "budget_ms": record["budget_ms"],
     }
 
 
@@ -195,9 +264,13 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     frame["outcome"] = np.select(conditions, [o for o, _, _ in RULES], default="pass")
     frame["stage"] = np.select(conditions, [s for _, s, _ in RULES], default="call")
     frame["timeout_by"] = np.select(
-        [frame["outcome"].eq("timeout") & (frame["timed_out"] | frame["adapter_deadline"]),
-         frame["outcome"].eq("timeout")],
-        ["harness", "client"], default="")
+        [
+            frame["outcome"].eq("timeout") & (frame["timed_out"] | frame["adapter_deadline"]),
+            frame["outcome"].eq("timeout"),
+        ],
+        ["harness", "client"],
+        default="",
+    )
     errors = frame["error"]
     frame["error_type"] = errors.map(lambda e: e.get("type") if e else None).astype(object)
     frame["error_code"] = errors.map(lambda e: e.get("code") if e else None).astype("Int64")
@@ -206,16 +279,17 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     harness_killed = frame["outcome"].eq("timeout") & frame["timed_out"]
     frame.loc[harness_killed, "error_type"] = "HarnessTimeout"
     frame.loc[harness_killed, "error_message"] = frame.loc[harness_killed, "budget_ms"].map(
-        lambda ms: f"no observation within the cell budget of {ms / 1000:.0f} s; the harness killed the process group")
+        lambda ms: f"no observation within the cell budget of {ms / 1000:.0f} s; the harness killed the process group"
+    )
     crashed = frame["outcome"].eq("crash")
     frame.loc[crashed, "error_type"] = "AdapterCrash"
     frame.loc[crashed, "error_message"] = frame.loc[crashed, "exit_code"].map(
-        lambda code: f"the adapter exited with code {code} without writing an observation")
+        lambda code: f"the adapter exited with code {code} without writing an observation"
+    )
     failed = frame["outcome"].eq("harness-error")
     frame.loc[failed, "error_type"] = "HarnessError"
     frame.loc[failed, "error_message"] = frame.loc[failed, "harness_error"]
-    frame["model_aborted"] = (frame["kind"].eq("framework") & frame["call_raised"]).where(
-        frame["kind"].eq("framework"))
+    frame["model_aborted"] = (frame["kind"].eq("framework") & frame["call_raised"]).where(frame["kind"].eq("framework"))
     frame["altered"] = frame["altered"].astype("boolean")
     frame.loc[~frame["outcome"].isin(["pass", "error-result"]), "altered"] = pd.NA
     return frame
@@ -235,7 +309,7 @@ def short_error(row: pd.Series) -> str:
     return text if len(text) <= SHORT_MESSAGE else text[: SHORT_MESSAGE - 1] + "…"
 
 
-def cells_frame(records: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataFrame:
+def cells_frame(records: list[CellRecord], meta: RunMeta) -> pd.DataFrame:
     """One classified row per cell, with the run's package versions."""
     frame = pd.DataFrame([facts(record) for record in records])
     if frame.empty:
@@ -243,7 +317,8 @@ def cells_frame(records: list[dict[str, Any]], meta: dict[str, Any]) -> pd.DataF
     frame = classify(frame)
     adapters = meta.get("adapters", {})
     frame["package"] = frame["adapter"].map(lambda name: (adapters.get(name) or {}).get("package"))
-    frame["package_version"] = frame["adapter"].map(
-        lambda name: (adapters.get(name) or {}).get("package_version"))
+    frame["package_version"] = frame["adapter"].map(lambda name: (adapters.get(name) or {}).get("package_version"))
     frame["package_version"] = frame["package_version"].fillna(frame["package_version_observed"])
-    return frame[list(COLUMNS)].sort_values(["family", "case", "schema", "client"], kind="stable").reset_index(drop=True)
+    return (
+        frame[list(COLUMNS)].sort_values(["family", "case", "schema", "client"], kind="stable").reset_index(drop=True)
+    )

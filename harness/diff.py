@@ -58,9 +58,11 @@ def summary(diff: RunDiff, a: str, b: str, limit: int = 50) -> str:
     lines = [f"{diff.shared} cells in both runs; {len(diff.differing)} differ"]
     for row in diff.differing.head(limit).itertuples(index=False):
         values = row._asdict()
-        changes = ", ".join(f"{column}: {values[f'{column}_a']} ({a}) != {values[f'{column}_b']} ({b})"
-                            for column in COMPARED if f"{column}_a" in values
-                            and values[f"{column}_a"] != values[f"{column}_b"])
+        changes = ", ".join(
+            f"{column}: {values[f'{column}_a']} ({a}) != {values[f'{column}_b']} ({b})"
+            for column in COMPARED
+            if f"{column}_a" in values and values[f"{column}_a"] != values[f"{column}_b"]
+        )
         lines.append(f"  {values['key']}: {changes}")
     if len(diff.differing) > limit:
         lines.append(f"  ... and {len(diff.differing) - limit} more")

@@ -13,49 +13,15 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
+from .backends import PrepareError
+from .layout import Layout
 from .manifest import Adapter
 
 STAMP = ".mcpcm-stamp"
 PYTHON_DEPS: tuple[str, ...] = ("requirements.txt",)
 NODE_DEPS: tuple[str, ...] = ("package.json", "package-lock.json")
-
-
-class PrepareError(RuntimeError):
-    """An environment could not be built; the message names the adapter and the command."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where things live in a checkout."""
-
-    root: Path
-
-    @property
-    def clients(self) -> Path:
-        return self.root / "clients"
-
-    @property
-    def support(self) -> Path:
-        return self.clients / "_support"
-
-    @property
-    def server(self) -> Path:
-        return self.root / "servers" / "reference"
-
-    @property
-    def envs(self) -> Path:
-        return self.root / ".envs"
-
-    @property
-    def results(self) -> Path:
-        return self.root / "results"
-
-    @property
-    def reports(self) -> Path:
-        return self.root / "reports"
 
 
 def node_executable() -> str:
@@ -71,8 +37,7 @@ def runtime_version(runtime: str) -> str:
     """The version of the runtime the adapters of this kind run on (asked once per process)."""
     if runtime == "python":
         return sys.version.split()[0]
-    return subprocess.run([node_executable(), "--version"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run([node_executable(), "--version"], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
@@ -119,8 +84,16 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         _run(adapter, [sys.executable, "-m", "venv", str(target)], layout.root, log)
         requirements = adapter.directory / "requirements.txt"
         if requirements.exists():
-            pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check",
-                   "-q", "-r", str(requirements)]
+            pip = [
+                str(target / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "-q",
+                "-r",
+                str(requirements),
+            ]
             _run(adapter, pip, adapter.directory, log)
         files = PYTHON_DEPS
     else:

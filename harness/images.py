@@ -21,11 +21,13 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from .environments import Layout, PrepareError
+from .backends import PrepareError
+from .layout import Layout
 from .manifest import Adapter
 
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
@@ -40,7 +42,7 @@ LABEL = "org.mcp-client-matrix"
 def client() -> Any:
     """A connected Docker client; :class:`PrepareError` when there is no engine or no SDK."""
     try:
-        import docker  # type: ignore[import-untyped]
+        import docker
     except ImportError as exc:
         raise PrepareError("the docker backend needs the Python package `docker` (pip install docker)") from exc
     try:
@@ -57,8 +59,11 @@ SUPPORT_SUFFIXES = {"python": (".py",), "node": (".mjs", ".js", ".cjs")}
 
 def _files(directory: Path, suffixes: tuple[str, ...] | None = None) -> Iterator[Path]:
     for path in sorted(directory.rglob("*")):
-        if path.is_file() and not SKIPPED.intersection(path.relative_to(directory).parts) \
-                and (suffixes is None or path.suffix in suffixes):
+        if (
+            path.is_file()
+            and not SKIPPED.intersection(path.relative_to(directory).parts)
+            and (suffixes is None or path.suffix in suffixes)
+        ):
             yield path
 
 
@@ -79,8 +84,10 @@ def dockerfile(adapter: Adapter) -> Path:
 def source_hash(layout: Layout, adapter: Adapter) -> str:
     """A hash of what the adapter's image is built from (everything but the base image)."""
     if adapter.runtime == "node" and adapter.node is None:
-        raise PrepareError(f"{adapter.directory / 'adapter.toml'}: node: missing; the docker backend needs "
-                           "the adapter's Node release pinned, e.g. node = \"20.20.2\"")
+        raise PrepareError(
+            f"{adapter.directory / 'adapter.toml'}: node: missing; the docker backend needs "
+            'the adapter\'s Node release pinned, e.g. node = "20.20.2"'
+        )
     digest = hashlib.sha256()
     digest.update(dockerfile(adapter).read_bytes())
     digest.update(f"\0node={adapter.node}\0npm={NPM_RELEASE if adapter.runtime == 'node' else ''}\0".encode())
@@ -111,7 +118,8 @@ def _base_id(docker_client: Any, base_image: str) -> str:
     except docker.errors.APIError as exc:
         raise PrepareError(
             f"base image {base_image!r} is not here and cannot be pulled ({exc.explanation or exc}); "
-            f"build one offline with `nox -s base-image` and pass --base-image {BOOTSTRAP_TAG}") from exc
+            f"build one offline with `nox -s base-image` and pass --base-image {BOOTSTRAP_TAG}"
+        ) from exc
 
 
 def tag_for(adapter: Adapter, source: str, base_id: str) -> str:
@@ -122,11 +130,14 @@ def tag_for(adapter: Adapter, source: str, base_id: str) -> str:
 def find(docker_client: Any, layout: Layout, adapter: Adapter) -> Image:
     """The newest built image of the adapter's current sources; PrepareError when there is none."""
     source = source_hash(layout, adapter)
-    found = docker_client.images.list(filters={"label": [f"{LABEL}.adapter={adapter.name}",
-                                                         f"{LABEL}.source={source}"]})
+    found = docker_client.images.list(
+        filters={"label": [f"{LABEL}.adapter={adapter.name}", f"{LABEL}.source={source}"]}
+    )
     if not found:
-        raise PrepareError(f"{adapter.name}: no image built from the current clients/{adapter.name}; "
-                           "run `nox -s images` (python -m harness prepare --backend docker)")
+        raise PrepareError(
+            f"{adapter.name}: no image built from the current clients/{adapter.name}; "
+            "run `nox -s images` (python -m harness prepare --backend docker)"
+        )
     newest = max(found, key=lambda image: image.attrs.get("Created", ""))
     labels = newest.labels or {}
     tags = [t for t in newest.tags if t.startswith(f"mcpcm/{adapter.name}:")]
@@ -143,8 +154,9 @@ def _npm_pack(spec: str, cache: Path) -> Path:
     if npm is None:
         raise PrepareError("npm is not on PATH: it fetches the Node and npm releases for Node images")
     cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([npm, "pack", spec, "--pack-destination", str(cache), "--silent"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [npm, "pack", spec, "--pack-destination", str(cache), "--silent"], capture_output=True, text=True
+    )
     if done.returncode != 0 or not target.is_file():
         raise PrepareError(f"`npm pack {spec}` failed: {done.stderr.strip()[-400:]}")
     return target
@@ -168,8 +180,9 @@ def _context(layout: Layout, adapter: Adapter, ca_bundle: Path | None) -> bytes:
     return buffer.getvalue()
 
 
-def build(layout: Layout, adapter: Adapter, *, base_image: str, ca_bundle: Path | None,
-          log: Path) -> tuple[Image, bool]:
+def build(
+    layout: Layout, adapter: Adapter, *, base_image: str, ca_bundle: Path | None, log: Path
+) -> tuple[Image, bool]:
     """Build the adapter's image unless its tag exists; returns the image and whether it was built."""
     if ca_bundle is not None and not ca_bundle.is_file():
         raise PrepareError(f"--ca-bundle {ca_bundle}: no such file")
@@ -189,24 +202,32 @@ def build(layout: Layout, adapter: Adapter, *, base_image: str, ca_bundle: Path 
         out.write(f"# docker build {tag} from {dockerfile(adapter)} on {base_image} ({base_id})\n")
         try:
             stream = docker_client.api.build(
-                fileobj=io.BytesIO(_context(layout, adapter, ca_bundle)), custom_context=True, tag=tag, rm=True,
-                forcerm=True, decode=True, buildargs={"BASE_IMAGE": base_image, "ADAPTER": adapter.name},
-                labels={f"{LABEL}.adapter": adapter.name, f"{LABEL}.source": source, f"{LABEL}.base": base_image})
+                fileobj=io.BytesIO(_context(layout, adapter, ca_bundle)),
+                custom_context=True,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                buildargs={"BASE_IMAGE": base_image, "ADAPTER": adapter.name},
+                labels={f"{LABEL}.adapter": adapter.name, f"{LABEL}.source": source, f"{LABEL}.base": base_image},
+            )
             for chunk in stream:
                 if "stream" in chunk:
                     out.write(chunk["stream"])
                 if "error" in chunk:
                     out.write(chunk["error"] + "\n")
-                    raise PrepareError(f"{adapter.name}: docker build failed: {chunk['error'].strip()[-300:]}; "
-                                       f"see {log}")
+                    raise PrepareError(
+                        f"{adapter.name}: docker build failed: {chunk['error'].strip()[-300:]}; see {log}"
+                    )
         except docker.errors.APIError as exc:
             raise PrepareError(f"{adapter.name}: docker build failed: {exc}; see {log}") from exc
     image = docker_client.images.get(tag)
     return Image(adapter.name, tag, str(image.id), base_image), True
 
 
-def bootstrap_base(tag: str = BOOTSTRAP_TAG, *, suite: str = "bookworm",
-                   mirror: str = "http://deb.debian.org/debian") -> str:
+def bootstrap_base(
+    tag: str = BOOTSTRAP_TAG, *, suite: str = "bookworm", mirror: str = "http://deb.debian.org/debian"
+) -> str:
     """Build a minimal Debian image with debootstrap + ``docker import`` (no registry needed).
 
     Needs root and ``debootstrap``; returns the image id. Does nothing when ``tag`` exists.
@@ -222,15 +243,15 @@ def bootstrap_base(tag: str = BOOTSTRAP_TAG, *, suite: str = "bookworm",
     if debootstrap is None:
         raise PrepareError("debootstrap is not installed (apt-get install debootstrap); it builds the base image")
     with tempfile.TemporaryDirectory(prefix="mcpcm-rootfs-") as rootfs:
-        done = subprocess.run([debootstrap, "--variant=minbase", suite, rootfs, mirror],
-                              capture_output=True, text=True)
+        done = subprocess.run([debootstrap, "--variant=minbase", suite, rootfs, mirror], capture_output=True, text=True)
         if done.returncode != 0:
             raise PrepareError(f"debootstrap {suite} from {mirror} failed: {done.stderr.strip()[-400:]}")
         archive = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
         try:
             repository, _, version = tag.partition(":")
-            docker_client.api.import_image(src=archive.stdout, repository=repository, tag=version or "latest",
-                                           stream_src=True)
+            docker_client.api.import_image(
+                src=archive.stdout, repository=repository, tag=version or "latest", stream_src=True
+            )
         finally:
             archive.wait()
     return str(docker_client.images.get(tag).id)
@@ -243,17 +264,23 @@ def versions(layout: Layout, docker_client: Any, image: Image, adapter: Adapter)
     if cached.is_file():
         return dict(json.loads(cached.read_text()))
     if adapter.runtime == "python":
-        code = ("import importlib.metadata as m, json, platform; p = " + json.dumps(adapter.package or "") +
-                "\ntry: v = m.version(p) if p else None\nexcept Exception: v = None\n"
-                "print(json.dumps({'runtime_version': platform.python_version(), 'package_version': v}))")
+        code = (
+            "import importlib.metadata as m, json, platform; p = "
+            + json.dumps(adapter.package or "")
+            + "\ntry: v = m.version(p) if p else None\nexcept Exception: v = None\n"
+            "print(json.dumps({'runtime_version': platform.python_version(), 'package_version': v}))"
+        )
         command = ["/mcpcm/env/bin/python", "-c", code]
     else:
-        code = ("const fs=require('fs');let v=null;try{v=JSON.parse(fs.readFileSync("
-                + json.dumps(f"/mcpcm/clients/{adapter.name}/node_modules/{adapter.package}/package.json")
-                + ")).version}catch(e){};console.log(JSON.stringify({runtime_version:process.version,package_version:v}))")
+        code = (
+            "const fs=require('fs');let v=null;try{v=JSON.parse(fs.readFileSync("
+            + json.dumps(f"/mcpcm/clients/{adapter.name}/node_modules/{adapter.package}/package.json")
+            + ")).version}catch(e){};console.log(JSON.stringify({runtime_version:process.version,package_version:v}))"
+        )
         command = ["node", "-e", code]
-    output = docker_client.containers.run(image.id, command, remove=True, network_mode="none",
-                                          labels={f"{LABEL}.role": "versions"})
+    output = docker_client.containers.run(
+        image.id, command, remove=True, network_mode="none", labels={f"{LABEL}.role": "versions"}
+    )
     found = dict(json.loads(output.decode().strip().splitlines()[-1]))
     cached.parent.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(found))

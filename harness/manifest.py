@@ -1,33 +1,44 @@
 """Adapter manifests (``clients/<name>/adapter.toml``): discovery and validation.
 
-A manifest that does not validate raises :class:`ManifestError` naming the file and the key; the
-run never starts with a half-understood adapter.
+A manifest that does not validate raises :class:`ManifestError` naming the file and the key.
+:func:`discover` does not stop at a broken adapter directory: it returns it as a *broken* adapter
+(:attr:`Adapter.broken` holds the error), whose cells the runner records as harness errors without
+running anything, so one bad directory never stops the other columns.
 """
 
 from __future__ import annotations
 
 import re
-import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from typing import Any, cast
 
 from .catalog import FAMILIES
 
-Option = Union[str, int, float, bool]
+Option = str | int | float | bool
 
 RUNTIMES = ("python", "node")
 TRANSPORTS = ("stdio", "http-json", "http-sse")
 KINDS = ("sdk", "framework")
-KNOWN_KEYS = {"name", "title", "kind", "runtime", "node", "package", "entry", "transports", "families", "variants"}
+KNOWN_KEYS = {
+    "name",
+    "title",
+    "kind",
+    "runtime",
+    "node",
+    "package",
+    "entry",
+    "transports",
+    "families",
+    "options",
+    "variants",
+}
 NODE_RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 VARIANT_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-TYPED_OPTIONS: dict[str, type] = {"list_tools": bool, "max_buffer_bytes": int}
+OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+OPTION_TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (int, float), "string": (str,)}
+"""The types an ``[options]`` table may declare, and the TOML values each admits."""
 
 
 class ManifestError(ValueError):
@@ -64,6 +75,10 @@ class Adapter:
     """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
     families: tuple[str, ...] | None = None
     """The fault families the adapter runs, when fewer than all (``None``: every family)."""
+    options: dict[str, str] | None = None
+    """The options the adapter understands and their types (``[options]``: name -> bool|int|float|string)."""
+    broken: str | None = None
+    """Why the adapter directory cannot be used (its manifest is missing or invalid); ``None`` when it can."""
 
     @property
     def entry_path(self) -> Path:
@@ -89,7 +104,29 @@ def _string(path: Path, data: dict[str, Any], key: str, *, allow_empty: bool = F
     return value
 
 
-def _variant(path: Path, variant_id: str, table: Any) -> Variant:
+def _declared_options(path: Path, table: Any) -> dict[str, str]:
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise _fail(path, "options", 'expected a table of option = "bool" | "int" | "float" | "string"')
+    for name, kind in table.items():
+        if not OPTION_NAME.match(name):
+            raise _fail(path, f"options.{name}", "option names use lowercase letters, digits and '_'")
+        if kind not in OPTION_TYPES:
+            raise _fail(path, f"options.{name}", f"expected one of {', '.join(OPTION_TYPES)}, got {kind!r}")
+    return dict(table)
+
+
+def _option(path: Path, key: str, value: Any, kind: str) -> Option:
+    if isinstance(value, (dict, list)):
+        raise _fail(path, key, f"options are scalars, got {type(value).__name__}")
+    allowed = OPTION_TYPES[kind]
+    if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
+        raise _fail(path, key, f"expected {kind} (as declared in [options]), got {value!r}")
+    return cast(Option, value)
+
+
+def _variant(path: Path, variant_id: str, table: Any, declared: dict[str, str]) -> Variant:
     key = f"variants.{variant_id}"
     if not VARIANT_ID.match(variant_id):
         raise _fail(path, key, "variant ids use lowercase letters, digits and '-'")
@@ -107,12 +144,10 @@ def _variant(path: Path, variant_id: str, table: Any) -> Variant:
     for name, value in table.items():
         if name in ("description", "transports"):
             continue
-        if not isinstance(value, (str, int, float, bool)):
-            raise _fail(path, f"{key}.{name}", f"options are scalars, got {type(value).__name__}")
-        expected = TYPED_OPTIONS.get(name)
-        if expected is not None and (type(value) is not expected):
-            raise _fail(path, f"{key}.{name}", f"expected {expected.__name__}, got {value!r}")
-        options[name] = value
+        if name not in declared:
+            known = ", ".join(sorted(declared)) or "none"
+            raise _fail(path, f"{key}.{name}", f"unknown option (declared in [options]: {known})")
+        options[name] = _option(path, f"{key}.{name}", value, declared[name])
     return Variant(variant_id, description, options, transports)
 
 
@@ -122,6 +157,8 @@ def load(path: Path) -> Adapter:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ManifestError(f"{path}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 (byte {exc.start}: {exc.object[exc.start : exc.start + 1]!r})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from exc
     unknown = sorted(set(data) - KNOWN_KEYS)
@@ -148,7 +185,7 @@ def load(path: Path) -> Adapter:
         if runtime != "node":
             raise _fail(path, "node", "only node adapters pin a Node release")
         if not isinstance(node, str) or not NODE_RELEASE.match(node):
-            raise _fail(path, "node", f"expected a Node release \"MAJOR.MINOR.PATCH\", got {node!r}")
+            raise _fail(path, "node", f'expected a Node release "MAJOR.MINOR.PATCH", got {node!r}')
     kind = data.get("kind", "sdk")
     if kind not in KINDS:
         raise _fail(path, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
@@ -157,14 +194,17 @@ def load(path: Path) -> Adapter:
         if not isinstance(families, list) or not families or any(f not in FAMILIES for f in families):
             raise _fail(path, "families", f"expected a non-empty list of {', '.join(FAMILIES)}, got {families!r}")
         families = tuple(families)
+    declared = _declared_options(path, data.get("options"))
     variants = data.get("variants")
     if not isinstance(variants, dict) or not variants:
         raise _fail(path, "variants", "at least one [variants.<id>] table is required")
-    built = tuple(_variant(path, vid, table) for vid, table in variants.items())
+    built = tuple(_variant(path, vid, table, declared) for vid, table in variants.items())
     for variant in built:
         extra = set(variant.transports or ()) - set(transports)
         if extra:
-            raise _fail(path, f"variants.{variant.id}.transports", f"{', '.join(sorted(extra))} not in the adapter's transports")
+            raise _fail(
+                path, f"variants.{variant.id}.transports", f"{', '.join(sorted(extra))} not in the adapter's transports"
+            )
     return Adapter(
         name=name,
         title=_string(path, data, "title"),
@@ -177,17 +217,51 @@ def load(path: Path) -> Adapter:
         node=node,
         kind=kind,
         families=families,
+        options=declared,
+    )
+
+
+def _declared_kind(path: Path) -> str:
+    """The ``kind`` a broken manifest declares, when it can be read at all (for ``--kind`` filters)."""
+    try:
+        kind = tomllib.loads(path.read_text(encoding="utf-8")).get("kind", "sdk")
+    except (OSError, ValueError):
+        return "sdk"
+    return kind if kind in KINDS else "sdk"
+
+
+def broken_adapter(directory: Path, error: ManifestError) -> Adapter:
+    """A placeholder for an adapter directory that cannot be used: one ``default`` column on every
+    transport, whose cells are recorded as harness errors naming ``error``."""
+    return Adapter(
+        name=directory.name,
+        title=f"{directory.name} (broken)",
+        runtime="python",
+        package="",
+        entry="",
+        transports=TRANSPORTS,
+        variants=(Variant("default", "broken adapter directory", {}),),
+        directory=directory,
+        kind=_declared_kind(directory / "adapter.toml"),
+        broken=str(error),
     )
 
 
 def discover(clients_dir: Path) -> list[Adapter]:
-    """Every adapter under ``clients_dir`` (directories starting with ``_`` are support code)."""
+    """Every adapter under ``clients_dir`` (directories starting with ``_`` or ``.`` are not adapters).
+
+    A directory whose manifest is missing or invalid is returned as a broken adapter
+    (:func:`broken_adapter`), never raised: the other adapters still run.
+    """
     adapters = []
     for directory in sorted(p for p in clients_dir.iterdir() if p.is_dir()):
         if directory.name.startswith((".", "_")):
             continue
         manifest = directory / "adapter.toml"
-        if not manifest.is_file():
-            raise ManifestError(f"{manifest}: missing (every directory in {clients_dir} is an adapter)")
-        adapters.append(load(manifest))
+        try:
+            if not manifest.is_file():
+                raise ManifestError(f"{manifest}: missing (every directory in {clients_dir} is an adapter)")
+            adapters.append(load(manifest))
+        except ManifestError as exc:
+            adapters.append(broken_adapter(directory, exc))
     return adapters

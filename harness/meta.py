@@ -5,19 +5,19 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from . import environments
-from .backends import Backend
+from . import __version__, environments
+from .backends import Backend, PrepareError
 from .manifest import Adapter
-
-HARNESS_VERSION = "0.1.0"
+from .records import AdapterMeta, RunMeta, RunSettings
 
 
 def harness_commit(root: Path) -> str:
     """The checkout's commit, with ``-dirty`` when the work tree has changes; ``unknown`` outside git."""
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
@@ -28,32 +28,38 @@ def harness_commit(root: Path) -> str:
     return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def adapter_meta(adapter: Adapter, described: dict[str, Any]) -> dict[str, Any]:
+def adapter_meta(adapter: Adapter, described: dict[str, Any]) -> AdapterMeta:
     """One adapter's metadata; ``described``: its versions (and image) as the backend reports them."""
-    return {
-        "title": adapter.title,
-        "kind": adapter.kind,
-        "runtime": adapter.runtime,
-        "package": adapter.package or None,
-        **described,
-        "variants": {v.id: {"column": adapter.column(v), "description": v.description,
-                            "options": v.options} for v in adapter.variants},
-    }
+    return cast(
+        AdapterMeta,
+        {  # ``described`` holds the backend's version keys (records.AdapterMeta)
+            "title": adapter.title,
+            "kind": adapter.kind,
+            "runtime": adapter.runtime,
+            "package": adapter.package or None,
+            "broken": adapter.broken,
+            **described,
+            "variants": {
+                v.id: {"column": adapter.column(v), "description": v.description, "options": v.options}
+                for v in adapter.variants
+            },
+        },
+    )
 
 
-def collect(backend: Backend, adapters: list[Adapter], run_id: str, settings: dict[str, Any]) -> dict[str, Any]:
+def collect(backend: Backend, adapters: list[Adapter], run_id: str, settings: RunSettings) -> RunMeta:
     """The metadata of a run that is about to start on ``backend``."""
     node = None
     try:
         node = environments.runtime_version("node")
-    except (environments.PrepareError, OSError, subprocess.CalledProcessError):
+    except (PrepareError, OSError, subprocess.CalledProcessError):
         pass
-    described = backend.describe(adapters)
+    described = backend.describe([adapter for adapter in adapters if not adapter.broken])
     return {
         "run_id": run_id,
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "finished": None,
-        "harness_version": HARNESS_VERSION,
+        "harness_version": __version__,
         "harness_commit": harness_commit(backend.layout.root),
         "backend": described["backend"],
         "os": platform.platform(),
@@ -61,8 +67,9 @@ def collect(backend: Backend, adapters: list[Adapter], run_id: str, settings: di
         "python": platform.python_version(),
         "node": node,
         "settings": settings,
-        "adapters": {adapter.name: adapter_meta(adapter, described["adapters"].get(adapter.name, {}))
-                     for adapter in adapters},
+        "adapters": {
+            adapter.name: adapter_meta(adapter, described["adapters"].get(adapter.name, {})) for adapter in adapters
+        },
     }
 
 

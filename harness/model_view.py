@@ -30,12 +30,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
+
+from .records import ModelView
 
 CHANNELS = ("text", "structured", "both", "repr", "error-text", "other", "empty")
 REPR = re.compile(r"\b[A-Z][A-Za-z]*\((?:[a-z_]+=)")
-ERROR_WORDS = re.compile(r"error|exception|invalid|fail|traceback|did not|cannot|could not|unable|unexpected",
-                         re.IGNORECASE)
+ERROR_WORDS = re.compile(
+    r"error|exception|invalid|fail|traceback|did not|cannot|could not|unable|unexpected", re.IGNORECASE
+)
 ERROR_FIELD = re.compile(r"""['"]?is_?error['"]?\s*[:=]\s*\w+""", re.IGNORECASE)
 """An ``isError``/``is_error`` field in a dump: not an error message by itself."""
 ISERROR_LITERAL = re.compile(r"""is_?error['"]?\s*[:=]\s*['"]?true""", re.IGNORECASE)
@@ -107,27 +111,45 @@ def _content_strings(value: Any, texts: list[str]) -> Iterator[str]:
 
 
 def _has_numbers(value: Any) -> bool:
-    return any(isinstance(node, (int, float)) and not isinstance(node, bool)
-               for container in _nodes(value) for node in (container.values() if isinstance(container, dict) else container))
+    return any(
+        isinstance(node, (int, float)) and not isinstance(node, bool)
+        for container in _nodes(value)
+        for node in (container.values() if isinstance(container, dict) else container)
+    )
 
 
 def _is_empty(layers: list[Any], texts: list[str]) -> bool:
     """Nothing to read: no content string with text in it, no number, in any layer."""
-    return not any(_has_numbers(layer) or any(text.strip() and text.strip() not in ("[]", "{}", "null", '""')
-                                              for text in _content_strings(layer, texts)) for layer in layers)
+    return not any(
+        _has_numbers(layer)
+        or any(
+            text.strip() and text.strip() not in ("[]", "{}", "null", '""') for text in _content_strings(layer, texts)
+        )
+        for layer in layers
+    )
 
 
 def sent_texts(sent: dict[str, Any] | None) -> list[str]:
     """The non-empty text blocks of the result the server sent."""
     content = (sent or {}).get("content")
-    return [block["text"] for block in content or [] if isinstance(block, dict)
-            and block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]]
+    return [
+        block["text"]
+        for block in content or []
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and block["text"]
+    ]
 
 
 def _serialized(structured: Any) -> set[str]:
     """The ways a runtime writes ``structured`` into a string."""
-    forms = {json.dumps(structured), json.dumps(structured, separators=(",", ":")),
-             json.dumps(structured, ensure_ascii=False), repr(structured)}
+    forms = {
+        json.dumps(structured),
+        json.dumps(structured, separators=(",", ":")),
+        json.dumps(structured, ensure_ascii=False),
+        repr(structured),
+    }
     return {form for form in forms if len(form) > 2}
 
 
@@ -176,7 +198,9 @@ def channel(value: Any, sent: dict[str, Any] | None) -> str:
     if _is_empty(layers, texts):
         return "empty"
     found = [string for layer in layers for string in strings(layer)]
-    has_text = any(text in string for text in texts for string in found) or _carries_parsed_text(layers, sent or {}, texts)
+    has_text = any(text in string for text in texts for string in found) or _carries_parsed_text(
+        layers, sent or {}, texts
+    )
     has_structured = _carries_structured(layers, sent or {}, texts)
     if (has_text or has_structured) and any(REPR.search(string) for string in found):
         return "repr"
@@ -189,13 +213,15 @@ def channel(value: Any, sent: dict[str, Any] | None) -> str:
     return "error-text" if any(ERROR_WORDS.search(ERROR_FIELD.sub("", string)) for string in found) else "other"
 
 
-def error_seen(view: dict[str, Any]) -> bool:
+def error_seen(view: ModelView) -> bool:
     """Whether ``isError`` reached the model: the framework's marker, or the flag in the value."""
     if view.get("error_flag") is True:
         return True
     value = view.get("value")
-    flagged = any(isinstance(node, dict) and (node.get("isError") is True or node.get("is_error") is True)
-                  for node in _nodes(value))
+    flagged = any(
+        isinstance(node, dict) and (node.get("isError") is True or node.get("is_error") is True)
+        for node in _nodes(value)
+    )
     return flagged or any(ISERROR_LITERAL.search(string) for string in strings(value))
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from servers.reference.elide import elide
 
-CONTRACT = 1
+from .records import CONTRACT, Observation
+
 STEP_STATUSES = ("ok", "raised")
 CALL_STATUSES = ("returned", "raised")
 
@@ -33,11 +34,14 @@ def _error(path: Path, field: str, value: Any) -> None:
     _check(isinstance(value.get("type"), str), path, f"{field}.type", "expected a string")
     _check(isinstance(value.get("message"), str), path, f"{field}.message", "expected a string")
     code = value.get("code")
-    _check(code is None or (isinstance(code, int) and not isinstance(code, bool)), path,
-           f"{field}.code", f"expected an integer or null, got {code!r}")
+    _check(
+        code is None or (isinstance(code, int) and not isinstance(code, bool)),
+        path,
+        f"{field}.code",
+        f"expected an integer or null, got {code!r}",
+    )
     for optional in ("sdk_code", "source"):
-        _check(not isinstance(value.get(optional), (dict, list)), path, f"{field}.{optional}",
-               "expected a string")
+        _check(not isinstance(value.get(optional), (dict, list)), path, f"{field}.{optional}", "expected a string")
     chain = value.get("chain", [])
     _check(isinstance(chain, list), path, f"{field}.chain", "expected a list")
     for index, item in enumerate(chain):
@@ -45,8 +49,12 @@ def _error(path: Path, field: str, value: Any) -> None:
 
 
 def _duration(path: Path, field: str, value: Any) -> None:
-    _check(isinstance(value, (int, float)) and not isinstance(value, bool), path, field,
-           f"expected a number, got {value!r}")
+    _check(
+        isinstance(value, (int, float)) and not isinstance(value, bool),
+        path,
+        field,
+        f"expected a number, got {value!r}",
+    )
 
 
 def _step(path: Path, field: str, value: Any, *, nullable: bool) -> None:
@@ -54,11 +62,19 @@ def _step(path: Path, field: str, value: Any, *, nullable: bool) -> None:
         _check(nullable, path, field, "must not be null")
         return
     _check(isinstance(value, dict), path, field, "expected an object")
-    _check(value.get("status") in STEP_STATUSES, path, f"{field}.status",
-           f"expected one of {STEP_STATUSES}, got {value.get('status')!r}")
+    _check(
+        value.get("status") in STEP_STATUSES,
+        path,
+        f"{field}.status",
+        f"expected one of {STEP_STATUSES}, got {value.get('status')!r}",
+    )
     _error(path, f"{field}.error", value.get("error"))
-    _check(value["status"] == "ok" or value.get("error") is not None, path, f"{field}.error",
-           "a raised step needs an error")
+    _check(
+        value["status"] == "ok" or value.get("error") is not None,
+        path,
+        f"{field}.error",
+        "a raised step needs an error",
+    )
     _duration(path, f"{field}.duration_ms", value.get("duration_ms"))
 
 
@@ -69,7 +85,9 @@ def _model_view(path: Path, field: str, value: Any, *, required: bool) -> None:
     _check(isinstance(value, dict), path, field, "expected an object")
     _check("value" in value, path, f"{field}.value", "missing (what the model received)")
     flag = value.get("error_flag")
-    _check(flag is None or isinstance(flag, bool), path, f"{field}.error_flag", f"expected a boolean or null, got {flag!r}")
+    _check(
+        flag is None or isinstance(flag, bool), path, f"{field}.error_flag", f"expected a boolean or null, got {flag!r}"
+    )
     where = value.get("error_flag_field")
     _check(where is None or isinstance(where, str), path, f"{field}.error_flag_field", "expected a string or null")
 
@@ -112,7 +130,7 @@ def validate(data: Any, path: Path, *, framework: bool = False) -> None:
         _error(path, f"transport_errors[{index}]", error)
 
 
-def read(path: Path, label: Path | None = None, *, framework: bool = False) -> dict[str, Any]:
+def read(path: Path, label: Path | None = None, *, framework: bool = False) -> Observation:
     """Parse, validate and elide the observation at ``path`` (errors name ``label`` or ``path``)."""
     shown = label or path
     try:
@@ -125,4 +143,4 @@ def read(path: Path, label: Path | None = None, *, framework: bool = False) -> d
         excerpt = raw[:80].decode("utf-8", "replace")
         raise ObservationError(f"{shown}: not valid JSON ({exc}); starts with {excerpt!r}") from exc
     validate(data, shown, framework=framework)
-    return elide(data)
+    return cast(Observation, elide(data))

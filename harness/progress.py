@@ -1,4 +1,10 @@
-"""Run progress: a one-line bar with counts and an ETA on a terminal, plain lines otherwise."""
+"""Run progress: a live bar (``rich``) on a terminal, one plain line per finished cell otherwise.
+
+On a terminal the bar shows the counts per outcome, the last finished cell, done/total and an ETA,
+and fits the terminal's width. Elsewhere (CI logs, a pipe) every finished cell gets one line that
+names the whole cell: ``[ 12/648] ts-sdk/call-only type-swap advertised stdio -> reject (1.2s)``.
+Both end with the same summary line.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,10 @@ import time
 from collections import Counter
 from typing import TextIO
 
-BAR = 28
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as Bar
+from rich.table import Column
 
 
 def _clock(seconds: float) -> str:
@@ -23,33 +32,41 @@ class Progress:
         self.done = done
         self._resumed = done
         self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
         self.counts: Counter[str] = Counter()
         self.started = time.monotonic()
-
-    def _eta(self) -> str:
-        finished_here = self.done - self._resumed
-        if finished_here == 0:
-            return "?"
-        rate = (time.monotonic() - self.started) / finished_here
-        return _clock(rate * (self.total - self.done))
+        self._bar: Bar | None = None
+        self._task: TaskID | None = None
+        if self.stream.isatty():
+            console = Console(file=self.stream)
+            self._bar = Bar(
+                TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                BarColumn(bar_width=20),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(compact=True),
+                console=console,
+                expand=True,
+                transient=False,
+            )
+            self._task = self._bar.add_task("starting", total=total, completed=done)
+            self._bar.start()
 
     def update(self, label: str, outcome: str, seconds: float | None) -> None:
+        """One cell finished: ``label`` names it (column, case, schema mode, transport)."""
         self.done += 1
         self.counts[outcome] += 1
-        if self.tty:
-            filled = int(BAR * self.done / max(1, self.total))
+        if self._bar is not None and self._task is not None:
             counts = " ".join(f"{name} {count}" for name, count in sorted(self.counts.items()))
-            line = f"\r[{'#' * filled}{'.' * (BAR - filled)}] {self.done}/{self.total} ETA {self._eta()}  {counts}"
-            self.stream.write(line[:200].ljust(120))
-        else:
-            took = f" ({seconds:.1f}s)" if seconds is not None else ""
-            self.stream.write(f"[{self.done:>{len(str(self.total))}}/{self.total}] {label} -> {outcome}{took}\n")
+            self._bar.update(self._task, advance=1, description=f"{counts} | {label} -> {outcome}")
+            return
+        took = f" ({seconds:.1f}s)" if seconds is not None else ""
+        self.stream.write(f"[{self.done:>{len(str(self.total))}}/{self.total}] {label} -> {outcome}{took}\n")
         self.stream.flush()
 
     def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
+        """Stop the bar and print the summary line."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
         elapsed = _clock(time.monotonic() - self.started)
         counts = ", ".join(f"{count} {name}" for name, count in sorted(self.counts.items()))
         self.stream.write(f"{self.done - self._resumed} cells in {elapsed}: {counts or 'nothing to run'}\n")

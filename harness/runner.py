@@ -9,25 +9,24 @@ never stops the others.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
 
 from . import process
-from .backends import JOURNAL, RAW_OBSERVATION, Backend
+from .backends import Backend
 from .cells import Cell
 from .observation import ObservationError, read
+from .records import CellRecord, JournalEvent
 from .store import RunStore, trim_log
 
-Record = dict[str, Any]
 
-
-def read_journal(path: Path) -> list[dict[str, Any]]:
+def read_journal(path: Path) -> list[JournalEvent]:
     """The server's journal events; unreadable lines are kept as ``{"event": "unreadable"}``."""
     if not path.exists():
         return []
-    events = []
+    events: list[JournalEvent] = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             events.append(json.loads(line))
@@ -36,7 +35,11 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return events
 
 
-def _base_record(cell: Cell) -> Record:
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _base_record(cell: Cell) -> CellRecord:
     return {
         "key": cell.key,
         "column": cell.column,
@@ -52,49 +55,48 @@ def _base_record(cell: Cell) -> Record:
         "process": None,
         "observation": None,
         "journal": [],
+        "finished_at": "",
     }
 
 
-def run_cell(backend: Backend, store: RunStore, cell: Cell) -> Record:
+def run_cell(backend: Backend, store: RunStore, cell: Cell) -> CellRecord:
     """Run one cell to completion on ``backend`` and return its record (never raises for the cell's faults)."""
     record = _base_record(cell)
-    directory = store.cell_dir(cell.key)
+    files = store.cell_files(cell.key)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        journal = directory / JOURNAL
-        journal.unlink(missing_ok=True)
-        raw = directory / RAW_OBSERVATION
-        raw.unlink(missing_ok=True)
-        finished = backend.run(cell, directory)
+        files.directory.mkdir(parents=True, exist_ok=True)
+        files.journal.unlink(missing_ok=True)
+        files.raw_observation.unlink(missing_ok=True)
+        finished = backend.run(cell, files)
         record["process"] = {
             "exit_code": finished.exit_code,
             "timed_out": finished.timed_out,
             "wall_ms": finished.wall_ms,
             "stragglers_killed": finished.stragglers_killed,
-            "stdout_bytes": trim_log(directory / "stdout.txt"),
-            "stderr_bytes": trim_log(directory / "stderr.txt"),
+            "stdout_bytes": trim_log(files.stdout),
+            "stderr_bytes": trim_log(files.stderr),
         }
-        record["journal"] = read_journal(journal)
+        record["journal"] = read_journal(files.journal)
+        raw = files.raw_observation
         if raw.exists() and not finished.timed_out:
             try:
                 record["observation"] = read(raw, label=Path(raw.name), framework=cell.adapter.kind == "framework")
             except ObservationError as exc:  # the invalid file stays in the cell directory as evidence
                 record["harness_error"] = f"invalid observation: {exc}"
             else:
-                (directory / "observation.json").write_text(
-                    json.dumps(record["observation"], indent=2, ensure_ascii=False))
+                files.observation.write_text(json.dumps(record["observation"], indent=2, ensure_ascii=False))
                 raw.unlink()
     except Exception as exc:  # our own fault: recorded on the cell, the run goes on
         record["harness_error"] = f"{type(exc).__name__}: {exc}"
-    record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    record["finished_at"] = _now()
     return record
 
 
-def unprepared_record(cell: Cell, error: str) -> Record:
-    """The record of a cell whose adapter environment could not be built."""
+def unrunnable_record(cell: Cell, why: str) -> CellRecord:
+    """The record of a cell whose adapter cannot run (its manifest is broken, its environment failed)."""
     record = _base_record(cell)
-    record["harness_error"] = f"environment not prepared: {error}"
-    record["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    record["harness_error"] = why
+    record["finished_at"] = _now()
     return record
 
 
@@ -109,37 +111,36 @@ def run_all(
     *,
     jobs: int,
     broken: dict[str, str],
-    on_record: Callable[[Record], None],
+    on_record: Callable[[CellRecord], None],
 ) -> None:
     """Run ``cells`` with ``jobs`` workers, appending each record to ``store`` as it finishes.
 
-    Cells of adapters in ``broken`` (name -> why) are recorded as harness errors without running.
+    Cells of adapters in ``broken`` (name -> why, the harness error) are recorded without running.
     On SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
     """
-    with process.interruptible(backend.kill_all) as stop:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            pending: set[Future[Record]] = set()
-            queue = list(reversed(cells))
-            while queue or pending:
-                while queue and len(pending) < jobs and not stop.is_set():
-                    cell = queue.pop()
-                    if cell.adapter.name in broken:
-                        record = unprepared_record(cell, broken[cell.adapter.name])
-                        store.append(record)
-                        on_record(record)
-                        continue
-                    pending.add(pool.submit(run_cell, backend, store, cell))
-                if stop.is_set():
-                    backend.kill_all()
-                    for future in pending:
-                        future.cancel()
-                    raise Interrupted(f"interrupted; {len(queue) + len(pending)} cells not recorded")
-                if not pending:
-                    continue
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for future in done:
-                    record = future.result()
-                    if stop.is_set():  # killed by the interruption, not by its own fault
-                        continue
+    with process.interruptible(backend.kill_all) as stop, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        pending: set[Future[CellRecord]] = set()
+        queue = list(reversed(cells))
+        while queue or pending:
+            while queue and len(pending) < jobs and not stop.is_set():
+                cell = queue.pop()
+                if cell.adapter.name in broken:
+                    record = unrunnable_record(cell, broken[cell.adapter.name])
                     store.append(record)
                     on_record(record)
+                    continue
+                pending.add(pool.submit(run_cell, backend, store, cell))
+            if stop.is_set():
+                backend.kill_all()
+                for future in pending:
+                    future.cancel()
+                raise Interrupted(f"interrupted; {len(queue) + len(pending)} cells not recorded")
+            if not pending:
+                continue
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in done:
+                record = future.result()
+                if stop.is_set():  # killed by the interruption, not by its own fault
+                    continue
+                store.append(record)
+                on_record(record)

@@ -32,6 +32,8 @@ LOG_KEEP = 64 * 1024
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 """Run ids are directory names under ``results/``: letters, digits, ``.``, ``_``, ``-``."""
 LATEST = "latest"
+BOUNDARY_FILE = "boundary.json"
+"""The boundary probe's summary in a run directory (``harness/boundary.py``)."""
 
 
 def new_run_id() -> str:
@@ -66,7 +68,7 @@ class RunStore:
     @property
     def boundary_path(self) -> Path:
         """The boundary probe's summary (``harness/boundary.py``)."""
-        return self.directory / "boundary.json"
+        return self.directory / BOUNDARY_FILE
 
     def cell_dir(self, key: str) -> Path:
         return self.directory / "cells" / key

@@ -36,10 +36,19 @@ class Checkout:
                 source = FIXTURE_CLIENTS / name
             (root / "clients" / name).symlink_to(source)
 
+    def argv(self, *args: str) -> list[str]:
+        """The command line ``python -m harness --root <checkout> ARGS`` (for tests that start it themselves)."""
+        return [sys.executable, "-m", "harness", "--root", str(self.root), *args]
+
     def harness(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``python -m harness --root <checkout> ARGS``."""
-        done = subprocess.run([sys.executable, "-m", "harness", "--root", str(self.root), *args],
-                              cwd=REPO, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            self.argv(*args),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and done.returncode != 0:
             raise AssertionError(f"harness {' '.join(args)} exited {done.returncode}:\n{done.stderr[-4000:]}")
         return done
@@ -54,7 +63,9 @@ class Checkout:
 
         self.harness("report", "--run", run_id)
         frame = pd.read_csv(self.root / "reports" / "data" / "cells.csv", keep_default_na=False)
-        return {(r["client"], r["case"], r["schema"]): r for r in frame.to_dict("records") if r["transport"] == transport}
+        return {
+            (r["client"], r["case"], r["schema"]): r for r in frame.to_dict("records") if r["transport"] == transport
+        }
 
     def processes_left(self) -> list[str]:
         """Command lines of live processes that mention this checkout."""
@@ -75,6 +86,8 @@ class Checkout:
 @pytest.fixture
 def checkout(tmp_path: Path):
     """Factory: ``checkout("raw-jsonrpc", "hang")`` makes a scratch checkout with those adapters."""
+
     def make(*adapters: str) -> Checkout:
         return Checkout(tmp_path / "checkout", list(adapters))
+
     return make

@@ -18,6 +18,10 @@ package = "mcp"
 entry = "adapter.py"
 transports = ["stdio"]
 
+[options]
+list_tools = "bool"
+max_buffer_bytes = "int"
+
 [variants.call-only]
 description = "plain"
 list_tools = false
@@ -48,20 +52,46 @@ def test_repository_manifests_are_valid():
     assert "raw-jsonrpc" in columns and "ts-sdk/maxbuf-1mib" in columns
 
 
-@pytest.mark.parametrize(("text", "key", "problem"), [
-    (GOOD.replace('runtime = "python"', 'runtime = "ruby"'), "runtime", "expected one of python, node"),
-    (GOOD.replace('name = "demo"', 'name = "other"'), "name", "must equal the directory name"),
-    (GOOD.replace('title = "Demo"\n', ""), "title", "missing"),
-    (GOOD.replace('entry = "adapter.py"', 'entry = "nope.py"'), "entry", "does not exist"),
-    (GOOD.replace('transports = ["stdio"]', 'transports = ["carrier-pigeon"]'), "transports", "unknown transport"),
-    (GOOD.replace("list_tools = false", 'list_tools = "no"'), "variants.call-only.list_tools", "expected bool"),
-    (GOOD.replace("list_tools = false", "max_buffer_bytes = 1.5"), "variants.call-only.max_buffer_bytes",
-     "expected int"),
-    (GOOD.replace("list_tools = false", "extra = [1, 2]"), "variants.call-only.extra", "options are scalars"),
-    (GOOD.replace("[variants.call-only]", "[variants.Call_Only]"), "variants.Call_Only", "lowercase"),
-    ("homepage = 'x'\n" + GOOD, "homepage", "unknown key"),
-    (GOOD.split("[variants")[0], "variants", "at least one"),
-])
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        (GOOD.replace('runtime = "python"', 'runtime = "ruby"'), "runtime", "expected one of python, node"),
+        (GOOD.replace('name = "demo"', 'name = "other"'), "name", "must equal the directory name"),
+        (GOOD.replace('title = "Demo"\n', ""), "title", "missing"),
+        (GOOD.replace('entry = "adapter.py"', 'entry = "nope.py"'), "entry", "does not exist"),
+        (GOOD.replace('transports = ["stdio"]', 'transports = ["carrier-pigeon"]'), "transports", "unknown transport"),
+        (GOOD.replace("list_tools = false", 'list_tools = "no"'), "variants.call-only.list_tools", "expected bool"),
+        (
+            GOOD.replace("list_tools = false", "max_buffer_bytes = 1.5"),
+            "variants.call-only.max_buffer_bytes",
+            "expected int",
+        ),
+        (
+            GOOD.replace("list_tools = false", "max_buffer_bytes = true"),
+            "variants.call-only.max_buffer_bytes",
+            "expected int",
+        ),
+        (
+            GOOD.replace("list_tools = false", "max_buffer_bytes = [1, 2]"),
+            "variants.call-only.max_buffer_bytes",
+            "options are scalars",
+        ),
+        (
+            GOOD.replace("list_tools = false", "list_tool = true"),
+            "variants.call-only.list_tool",
+            "unknown option (declared in [options]: list_tools, max_buffer_bytes)",
+        ),
+        (
+            GOOD.replace('list_tools = "bool"', 'list_tools = "boolean"'),
+            "options.list_tools",
+            "expected one of bool, int, float, string",
+        ),
+        (GOOD.replace('list_tools = "bool"', 'List-Tools = "bool"'), "options.List-Tools", "lowercase"),
+        (GOOD.replace("[variants.call-only]", "[variants.Call_Only]"), "variants.Call_Only", "lowercase"),
+        ("homepage = 'x'\n" + GOOD, "homepage", "unknown key"),
+        (GOOD.split("[variants")[0], "variants", "at least one"),
+    ],
+)
 def test_bad_manifest_names_file_and_key(tmp_path, text, key, problem):
     path = write(tmp_path, text)
     with pytest.raises(manifest.ManifestError) as error:
@@ -77,21 +107,19 @@ def test_invalid_toml_names_the_file(tmp_path):
         manifest.load(path)
 
 
-def test_directory_without_manifest_is_an_error(tmp_path):
+def test_a_manifest_that_is_not_utf8_names_the_file(tmp_path):
+    path = write(tmp_path, "")
+    path.write_bytes(GOOD.encode() + b"\n# caf\xe9\n")
+    with pytest.raises(manifest.ManifestError, match=r"adapter.toml: not UTF-8 \(byte \d+"):
+        manifest.load(path)
+
+
+def test_a_directory_without_manifest_is_a_broken_adapter_not_an_error(tmp_path):
     (tmp_path / "stray").mkdir()
     (tmp_path / "_support").mkdir()
-    with pytest.raises(manifest.ManifestError, match=r"stray/adapter.toml: missing"):
-        manifest.discover(tmp_path)
-
-
-def test_cli_reports_a_bad_manifest_without_a_traceback(checkout):
-    scratch = checkout("raw-jsonrpc")
-    broken = scratch.root / "clients" / "broken"
-    broken.mkdir()
-    (broken / "adapter.toml").write_text(GOOD.replace('name = "demo"', 'name = "broken"').replace(
-        'runtime = "python"', "runtime = 3"))
-    done = scratch.harness("run", "--run-id", "x", check=False)
-    assert done.returncode == 2
-    assert f"{broken / 'adapter.toml'}: runtime:" in done.stderr
-    assert "Traceback" not in done.stderr
-    assert not (scratch.root / "results" / "x").exists(), "nothing is written for a run that cannot start"
+    write(tmp_path, GOOD)
+    found = {adapter.name: adapter for adapter in manifest.discover(tmp_path)}
+    assert set(found) == {"demo", "stray"}
+    assert found["demo"].broken is None
+    assert found["stray"].broken.endswith(f"stray/adapter.toml: missing (every directory in {tmp_path} is an adapter)")
+    assert [variant.id for variant in found["stray"].variants] == ["default"]

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 from harness.process import kill_by_marker
@@ -24,22 +23,7 @@ def _wait_for_records(path, count: int, timeout_s: float = 120) -> None:
 
 def test_kill_and_resume_records_every_cell_once(checkout):
     scratch = checkout("raw-jsonrpc")
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
-        "--root",
-        str(scratch.root),
-        "run",
-        "--run-id",
-        "r",
-        "--family",
-        "schema",
-        "--transport",
-        "stdio",
-        "--jobs",
-        "1",
-    ]
+    command = scratch.argv(*["run", "--run-id", "r", "--family", "schema", "--transport", "stdio", "--jobs", "1"])
     run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     records = scratch.root / "results" / "r" / "cells.jsonl"
     _wait_for_records(records, 8)
@@ -87,21 +71,7 @@ def test_sigkill_then_resume_drops_the_torn_line_and_the_repeated_record(checkou
     """A killed terminal: no handler runs, cells in flight are lost, the last append may be torn."""
     scratch = checkout("raw-jsonrpc")
     cases = [arg for case in KILLED_CASES for arg in ("--case", case)]
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
-        "--root",
-        str(scratch.root),
-        "run",
-        "--run-id",
-        "k",
-        *cases,
-        "--transport",
-        "stdio",
-        "--jobs",
-        "2",
-    ]
+    command = scratch.argv("run", "--run-id", "k", *cases, *["--transport", "stdio", "--jobs", "2"])
     run = subprocess.Popen(
         command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

@@ -1,9 +1,10 @@
 """Backends: where a cell's adapter (and, for HTTP cells, the reference server) runs.
 
 A :class:`Backend` prepares each adapter's environment and runs one cell bounded by its budget,
-leaving the cell directory with ``cell.json``, ``stdout.txt``, ``stderr.txt``, the server's
-``journal.jsonl`` and (when the adapter wrote one) ``observation.raw.json``. Everything else (the
-record, validation, classification) is the runner's and is the same for every backend.
+leaving the cell directory (:class:`harness.layout.CellFiles`) with the cell file, the captured
+stdout and stderr, the server's journal and (when the adapter wrote one) the raw observation.
+Everything else (the record, validation, classification) is the runner's and is the same for
+every backend. A backend that cannot make an adapter ready raises :class:`PrepareError`.
 
 - ``local`` (:mod:`.local`): the host's processes, a venv or ``npm ci`` per adapter (the default).
 - ``docker`` (:mod:`.docker`): one image per adapter, one container per cell.
@@ -11,19 +12,20 @@ record, validation, classification) is the runner's and is the same for every ba
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..cells import Cell
-from ..environments import Layout
+from ..layout import CellFiles, Layout
 from ..manifest import Adapter
 from ..process import Finished
 
 NAMES = ("local", "docker")
 
-JOURNAL = "journal.jsonl"
-RAW_OBSERVATION = "observation.raw.json"
-CELL_FILE = "cell.json"
+
+class PrepareError(RuntimeError):
+    """An adapter's environment or image could not be built or found; the message names the adapter
+    and the command (or what to run)."""
 
 
 class Backend(Protocol):
@@ -40,8 +42,8 @@ class Backend(Protocol):
         """Raise PrepareError when the adapter cannot run yet (e.g. its image was never built)."""
         ...
 
-    def run(self, cell: Cell, directory: Path) -> Finished:
-        """Run ``cell`` into ``directory`` within ``cell.budget_s``; kill and reap everything it started."""
+    def run(self, cell: Cell, files: CellFiles) -> Finished:
+        """Run ``cell`` into its directory within ``cell.budget_s``; kill and reap everything it started."""
         ...
 
     def kill_all(self) -> None:
@@ -57,6 +59,10 @@ class Backend(Protocol):
         ...
 
 
+Factory = Callable[[str], Backend]
+"""Makes the backend of a given name (the command line binds the layout and the docker options)."""
+
+
 def create(name: str, layout: Layout, **options: Any) -> Backend:
     """The backend called ``name`` (options: the docker backend's settings)."""
     if name == "local":
@@ -69,4 +75,4 @@ def create(name: str, layout: Layout, **options: Any) -> Backend:
         from .docker import DockerBackend
 
         return DockerBackend(layout, **options)
-    raise ValueError(f"unknown backend {name!r}; known: {', '.join(NAMES)}")
+    raise PrepareError(f"unknown backend {name!r}; known: {', '.join(NAMES)}")

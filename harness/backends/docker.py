@@ -30,11 +30,11 @@ from typing import Any
 
 from .. import images
 from ..cells import Cell
-from ..environments import Layout, PrepareError
+from ..layout import CELL_FILE, JOURNAL_FILE, RAW_OBSERVATION_FILE, CellFiles, Layout
 from ..manifest import Adapter
 from ..process import Finished, ServiceError
-from . import CELL_FILE, JOURNAL, RAW_OBSERVATION
-from .local import HTTP_READY_S, parse_url_line
+from . import PrepareError
+from .reference import READY_S, parse_url_line
 
 SERVER_DIR = Path("/mcpcm/servers/reference")
 CELL_DIR = Path("/mcpcm/cell")
@@ -50,8 +50,9 @@ def _interpreter(adapter: Adapter) -> str:
 class DockerBackend:
     name = "docker"
 
-    def __init__(self, layout: Layout, *, base_image: str = images.DEFAULT_BASE_IMAGE,
-                 ca_bundle: Path | None = None) -> None:
+    def __init__(
+        self, layout: Layout, *, base_image: str = images.DEFAULT_BASE_IMAGE, ca_bundle: Path | None = None
+    ) -> None:
         self.layout = layout
         self.base_image = base_image
         self.ca_bundle = ca_bundle
@@ -64,8 +65,13 @@ class DockerBackend:
     # -- images -------------------------------------------------------------------------------
 
     def prepare(self, adapter: Adapter) -> bool:
-        image, built = images.build(self.layout, adapter, base_image=self.base_image, ca_bundle=self.ca_bundle,
-                                    log=self.layout.envs / "docker" / f"{adapter.name}.log")
+        image, built = images.build(
+            self.layout,
+            adapter,
+            base_image=self.base_image,
+            ca_bundle=self.ca_bundle,
+            log=self.layout.envs / "docker" / f"{adapter.name}.log",
+        )
         self._images[adapter.name] = image
         return built
 
@@ -79,13 +85,28 @@ class DockerBackend:
 
     # -- containers ---------------------------------------------------------------------------
 
-    def _start(self, image: images.Image, command: list[str], *, directory: Path, network_mode: str,
-               working_dir: str | None = None, environment: dict[str, str] | None = None) -> Any:
+    def _start(
+        self,
+        image: images.Image,
+        command: list[str],
+        *,
+        directory: Path,
+        network_mode: str,
+        working_dir: str | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> Any:
         container = self.client.containers.create(
-            image.id, command, working_dir=working_dir, environment=environment or {},
-            network_mode=network_mode, init=True, user=f"{os.getuid()}:{os.getgid()}",
-            volumes={str(self.layout.server.resolve()): {"bind": str(SERVER_DIR), "mode": "ro"},
-                     str(directory): {"bind": str(CELL_DIR), "mode": "rw"}},
+            image.id,
+            command,
+            working_dir=working_dir,
+            environment=environment or {},
+            network_mode=network_mode,
+            init=True,
+            user=f"{os.getuid()}:{os.getgid()}",
+            volumes={
+                str(self.layout.server.resolve()): {"bind": str(SERVER_DIR), "mode": "ro"},
+                str(directory): {"bind": str(CELL_DIR), "mode": "rw"},
+            },
             labels={f"{images.LABEL}.owner": self.owner, f"{images.LABEL}.cell": str(directory)},
         )
         with self._lock:
@@ -101,10 +122,14 @@ class DockerBackend:
         with self._lock:
             self._live.pop(container.id, None)
 
-    def _start_server(self, image: images.Image, cell: Cell, directory: Path) -> tuple[Any, str]:
-        server = self._start(image, [CONTAINER_PYTHON, *cell.server_args(SERVER_DIR, CELL_DIR / JOURNAL)],
-                             directory=directory, network_mode="none")
-        deadline = time.monotonic() + HTTP_READY_S
+    def _start_server(self, image: images.Image, cell: Cell, files: CellFiles) -> tuple[Any, str]:
+        server = self._start(
+            image,
+            [CONTAINER_PYTHON, *cell.server_args(SERVER_DIR, CELL_DIR / JOURNAL_FILE)],
+            directory=files.directory,
+            network_mode="none",
+        )
+        deadline = time.monotonic() + READY_S
         while time.monotonic() < deadline:
             line = server.logs(stdout=True, stderr=False).decode("utf-8", "replace").strip()
             if line:
@@ -113,32 +138,40 @@ class DockerBackend:
             if server.status == "exited":
                 break
             time.sleep(0.05)
-        self._stop_server(server, directory)
-        raise ServiceError(f"reference server container printed nothing within {HTTP_READY_S} s; "
-                           f"see {directory / 'server-stderr.txt'}")
+        self._stop_server(server, files)
+        raise ServiceError(f"reference server container printed nothing within {READY_S} s; see {files.server_stderr}")
 
-    def _stop_server(self, server: Any, directory: Path) -> None:
+    def _stop_server(self, server: Any, files: CellFiles) -> None:
         """SIGTERM (so the server journals its exit), then kill; keep its stderr; remove it."""
         try:
             server.stop(timeout=STOP_GRACE_S)
-            (directory / "server-stderr.txt").write_bytes(server.logs(stdout=False, stderr=True))
+            files.server_stderr.write_bytes(server.logs(stdout=False, stderr=True))
         finally:
             self._remove(server)
 
-    def run(self, cell: Cell, directory: Path) -> Finished:
+    def run(self, cell: Cell, files: CellFiles) -> Finished:
         image = self._image(cell.adapter)
-        server, url = self._start_server(image, cell, directory) if cell.is_http else (None, None)
+        server, url = self._start_server(image, cell, files) if cell.is_http else (None, None)
         try:
-            (directory / CELL_FILE).write_text(json.dumps(
-                cell.to_file(SERVER_DIR, CELL_DIR / JOURNAL, url, python=CONTAINER_PYTHON), indent=2))
+            files.cell.write_text(
+                json.dumps(cell.to_file(SERVER_DIR, CELL_DIR / JOURNAL_FILE, url, python=CONTAINER_PYTHON), indent=2)
+            )
             home = f"/mcpcm/clients/{cell.adapter.name}"
-            command = [_interpreter(cell.adapter), f"{home}/{cell.adapter.entry}",
-                       str(CELL_DIR / CELL_FILE), str(CELL_DIR / RAW_OBSERVATION)]
+            command = [
+                _interpreter(cell.adapter),
+                f"{home}/{cell.adapter.entry}",
+                str(CELL_DIR / CELL_FILE),
+                str(CELL_DIR / RAW_OBSERVATION_FILE),
+            ]
             started = time.monotonic()
             adapter = self._start(
-                image, command, directory=directory, working_dir=home,
+                image,
+                command,
+                directory=files.directory,
+                working_dir=home,
                 network_mode=f"container:{server.id}" if server is not None else "none",
-                environment={"PYTHONPATH": "/mcpcm/clients/_support", "PYTHONUNBUFFERED": "1", "HOME": "/tmp"})
+                environment={"PYTHONPATH": "/mcpcm/clients/_support", "PYTHONUNBUFFERED": "1", "HOME": "/tmp"},
+            )
             try:
                 exit_code: int | None
                 try:
@@ -148,13 +181,13 @@ class DockerBackend:
                     exit_code, timed_out = None, True
                     adapter.kill()
                 wall_ms = round((time.monotonic() - started) * 1000, 1)
-                (directory / "stdout.txt").write_bytes(adapter.logs(stdout=True, stderr=False))
-                (directory / "stderr.txt").write_bytes(adapter.logs(stdout=False, stderr=True))
+                files.stdout.write_bytes(adapter.logs(stdout=True, stderr=False))
+                files.stderr.write_bytes(adapter.logs(stdout=False, stderr=True))
             finally:
                 self._remove(adapter)
         finally:
             if server is not None:
-                self._stop_server(server, directory)
+                self._stop_server(server, files)
         return Finished(exit_code=exit_code, timed_out=timed_out, wall_ms=wall_ms, stragglers_killed=0)
 
     def kill_all(self) -> None:
@@ -175,9 +208,13 @@ class DockerBackend:
                 image = self._image(adapter)
             except PrepareError:
                 continue
-            described[adapter.name] = {**images.versions(self.layout, self.client, image, adapter), "image": image.tag,
-                                       "image_id": image.id, "base_image": image.base_image,
-                                       "node_release": adapter.node}
+            described[adapter.name] = {
+                **images.versions(self.layout, self.client, image, adapter),
+                "image": image.tag,
+                "image_id": image.id,
+                "base_image": image.base_image,
+                "node_release": adapter.node,
+            }
         return {"backend": self.name, "adapters": described}
 
     def close(self) -> None:

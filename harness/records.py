@@ -1,0 +1,184 @@
+"""The typed records that cross module boundaries: the observation, the cell record, the run metadata.
+
+One home for their shapes, shared by the observation validator (:mod:`harness.observation`),
+the runner, the store, the classifier, the report and the tests; ``docs/adapters.md`` documents
+the same fields for adapter authors. The shapes are JSON: they are stored as JSON lines and read
+back as plain dicts, so they are :class:`~typing.TypedDict` (a misspelt key is a type error under
+``nox -s typecheck``) rather than classes.
+
+``total=False`` marks the keys an adapter or an older run may leave out; readers use ``.get``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+CONTRACT = 1
+"""The version of the cell-file / observation contract (``docs/adapters.md``)."""
+
+StepStatus = Literal["ok", "raised"]
+CallStatus = Literal["returned", "raised"]
+
+
+class ErrorInfo(TypedDict, total=False):
+    """An Error of the observation contract: what a client raised or reported out of band."""
+
+    type: str
+    code: int | None
+    message: str
+    data: Any
+    chain: list[ErrorInfo]
+    sdk_code: str | None
+    source: str | None
+
+
+class Step(TypedDict, total=False):
+    """``initialize``, ``list_tools`` or ``close``: a step of the session."""
+
+    status: StepStatus
+    error: ErrorInfo | None
+    duration_ms: float
+    protocol_version: str | None
+    tools: list[str]
+
+
+class ModelView(TypedDict, total=False):
+    """For a framework's returned call: the tool output exactly as the model received it."""
+
+    value: Any
+    error_flag: bool | None
+    error_flag_field: str | None
+    message: Any
+
+
+class Call(TypedDict, total=False):
+    """One tool call (a case's call, or the follow-up) and its fate."""
+
+    tool: str
+    status: CallStatus
+    result: Any
+    error: ErrorInfo | None
+    duration_ms: float
+    cancelled_after_ms: float | None
+    model_view: ModelView | None
+
+
+class Observation(TypedDict, total=False):
+    """What an adapter wrote: facts about what the client under test did (contract 1)."""
+
+    contract: int
+    package_version: str | None
+    runtime_version: str | None
+    initialize: Step
+    list_tools: Step | None
+    calls: list[Call]
+    followup: Call | None
+    transport_errors: list[ErrorInfo]
+    close: Step | None
+
+
+class JournalEvent(TypedDict, total=False):
+    """One line of the reference server's journal (``servers/reference/journal.py``)."""
+
+    event: str
+    t: float
+    bytes: int
+    sha256: str
+    write_ms: float
+    method: str | None
+    id: Any
+    params: Any
+    message: Any
+    reason: str
+    producer_stopped: bool
+    http: dict[str, Any]
+    error: str
+    line: str
+
+
+class ProcessFacts(TypedDict):
+    """How the adapter process (or container) ended."""
+
+    exit_code: int | None
+    timed_out: bool
+    wall_ms: float
+    stragglers_killed: int
+    stdout_bytes: int
+    stderr_bytes: int
+
+
+class CellRecord(TypedDict):
+    """One line of ``cells.jsonl``: everything known about a finished cell, facts only."""
+
+    key: str
+    column: str
+    adapter: str
+    kind: str
+    variant: str
+    case: str
+    family: str
+    schema: str
+    transport: str
+    budget_ms: int
+    harness_error: str | None
+    process: ProcessFacts | None
+    observation: Observation | None
+    journal: list[JournalEvent]
+    finished_at: str
+
+
+class VariantMeta(TypedDict):
+    column: str
+    description: str
+    options: dict[str, str | int | float | bool]
+
+
+class AdapterMeta(TypedDict, total=False):
+    """One adapter's entry in the run metadata; the version keys come from the backend."""
+
+    title: str
+    kind: str
+    runtime: str
+    package: str | None
+    broken: str | None
+    runtime_version: str | None
+    package_version: str | None
+    image: str
+    image_id: str
+    base_image: str
+    node_release: str | None
+    variants: dict[str, VariantMeta]
+
+
+class RunSettings(TypedDict):
+    """The selection and options a run was started with (``--resume`` reuses them)."""
+
+    jobs: int
+    shard: list[int]
+    adapters: list[str]
+    backend: str
+    cases: list[str]
+    families: list[str]
+    transports: list[str]
+    kind: str | None
+    cells: int
+    budget_scale: float
+
+
+class RunMeta(TypedDict, total=False):
+    """``meta.json`` of a run: what ran, where, with which versions."""
+
+    run_id: str
+    started: str
+    finished: str | None
+    resumed: list[str]
+    harness_version: str
+    harness_commit: str
+    backend: str
+    os: str
+    machine: dict[str, Any]
+    python: str
+    node: str | None
+    settings: RunSettings
+    adapters: dict[str, AdapterMeta]
+    prepare_failures: dict[str, str]

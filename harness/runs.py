@@ -1,0 +1,277 @@
+"""Run orchestration: choose the adapters and cells, create or resume a run, run it, probe it.
+
+The command line (:mod:`harness.cli`) parses flags into a :class:`Request` and calls these; they
+raise :class:`~harness.errors.UsageError` for bad input before anything is written (an unknown
+name, an empty selection, an existing run id), so a run directory exists only for a run that
+starts. A run's outcome says which columns could not run (a broken manifest, an environment that
+did not build) and whether it was interrupted; the CLI turns that into its exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from . import backends, boundary, cells, manifest, meta, runner, store
+from .classify import cells_frame
+from .errors import UsageError
+from .layout import Layout
+from .manifest import Adapter
+from .progress import Progress
+from .records import CellRecord, RunMeta, RunSettings
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to run: a selection, and how."""
+
+    selection: cells.Selection = field(default_factory=cells.Selection)
+    kind: str | None = None
+    backend: str = "local"
+    jobs: int = 1
+    budget_scale: float = 1.0
+    run_id: str | None = None
+
+
+@dataclass
+class Outcome:
+    """How a run or a probe ended."""
+
+    run: store.RunStore
+    broken: dict[str, str] = field(default_factory=dict)
+    """Adapters that could not run (name -> why); their cells are harness errors."""
+    interrupted: bool = False
+
+
+def check_kind(kind: str | None, source: str = "--kind") -> str | None:
+    """``kind`` when it is one of :data:`manifest.KINDS` (or None); :class:`UsageError` naming ``source``."""
+    if kind is not None and kind not in manifest.KINDS:
+        raise UsageError(f"{source}={kind!r}: expected one of {', '.join(manifest.KINDS)}")
+    return kind
+
+
+def select_adapters(layout: Layout, names: tuple[str, ...] | list[str], kind: str | None = None) -> list[Adapter]:
+    """The adapters named (adapter or adapter/variant; all when none), of ``kind`` when given.
+
+    Broken adapter directories are included (as broken adapters) when selected, so that they show
+    as harness-error columns; a name that exists but is excluded by ``kind`` says so.
+    """
+    found = manifest.discover(layout.clients)
+    wanted = {name.split("/")[0] for name in names}
+    by_name = {adapter.name: adapter for adapter in found}
+    for name in sorted(wanted):
+        adapter = by_name.get(name)
+        if adapter is None:
+            raise cells.unknown("adapter", name, by_name, "`python -m harness list` shows the adapters")
+        if kind is not None and adapter.kind != kind:
+            raise UsageError(f"adapter {name!r} is of kind {adapter.kind}, excluded by --kind {kind}")
+    return [a for a in found if (not wanted or a.name in wanted) and (kind is None or a.kind == kind)]
+
+
+def plan(layout: Layout, request: Request) -> tuple[list[Adapter], list[cells.Cell]]:
+    """The adapters and cells of ``request``; :class:`UsageError` when nothing is selected."""
+    adapters = select_adapters(layout, request.selection.adapters, request.kind)
+    selected = cells.build(adapters, request.selection, request.budget_scale)
+    if not selected:
+        raise UsageError(
+            f"the selection has no cells ({_describe(request)}); `python -m harness list` shows what a selection covers"
+        )
+    return adapters, selected
+
+
+def _describe(request: Request) -> str:
+    selection = request.selection
+    parts = [
+        f"--{flag} {value}"
+        for flag, values in (
+            ("adapter", selection.adapters),
+            ("case", selection.cases),
+            ("family", selection.families),
+            ("transport", selection.transports),
+        )
+        for value in values
+    ]
+    if request.kind:
+        parts.append(f"--kind {request.kind}")
+    if selection.shard != (1, 1):
+        parts.append(f"--shard {selection.shard[0]}/{selection.shard[1]}")
+    return " ".join(parts) or "everything"
+
+
+def prepare(backend: backends.Backend, adapters: list[Adapter], *, build: bool) -> dict[str, str]:
+    """Build (``build``) or check each adapter's environment; returns those that cannot run (name -> why).
+
+    A broken adapter directory is reported as it is, without building anything.
+    """
+    broken: dict[str, str] = {}
+    for adapter in adapters:
+        try:
+            if adapter.broken:
+                raise backends.PrepareError(f"invalid adapter directory: {adapter.broken}")
+            if build:
+                built = backend.prepare(adapter)
+                print(f"prepare {adapter.name}: {'built' if built else 'cached'}", file=sys.stderr)
+            else:
+                backend.check(adapter)
+        except (backends.PrepareError, OSError) as exc:
+            broken[adapter.name] = str(exc)
+            print(f"prepare {adapter.name}: FAILED: {exc}", file=sys.stderr)
+    return broken
+
+
+def _ready(backend: backends.Backend, adapters: list[Adapter]) -> dict[str, str]:
+    """Before cells run: local environments are built on demand, docker images must have been built."""
+    return prepare(backend, adapters, build=backend.name == "local")
+
+
+def _settings(request: Request, backend: str, count: int) -> RunSettings:
+    selection = request.selection
+    return {
+        "jobs": request.jobs,
+        "shard": list(selection.shard),
+        "adapters": list(selection.adapters),
+        "backend": backend,
+        "cases": list(selection.cases),
+        "families": list(selection.families),
+        "transports": list(selection.transports),
+        "kind": request.kind,
+        "cells": count,
+        "budget_scale": request.budget_scale,
+    }
+
+
+def start(layout: Layout, request: Request, backend_for: backends.Factory) -> Outcome:
+    """Run ``request`` into a new run directory (created only once the selection and backend are known good)."""
+    adapters, selected = plan(layout, request)
+    run = store.RunStore(layout.results / store.check_run_id(request.run_id or store.new_run_id()))
+    if run.meta_path.exists() or run.records_path.exists():
+        raise UsageError(f"{run.directory}: run exists; use --resume {run.run_id}")
+    backend = backend_for(request.backend)
+    try:
+        run.create()
+        return _execute(backend, request, run, None, adapters, selected, set())
+    finally:
+        backend.close()
+
+
+def request_of(run_meta: RunMeta, jobs: int) -> Request:
+    """The request a run was started with (a resumed run keeps its own selection and backend)."""
+    settings = run_meta["settings"]
+    selection = cells.Selection(
+        tuple(settings["adapters"]),
+        tuple(settings["cases"]),
+        tuple(settings["families"]),
+        (settings["shard"][0], settings["shard"][1]),
+        tuple(settings.get("transports", [])),
+    )
+    return Request(selection, settings.get("kind"), run_meta.get("backend", "local"), jobs, settings["budget_scale"])
+
+
+def resume(layout: Layout, run_id: str, jobs: int, backend_for: backends.Factory) -> Outcome:
+    """Finish the interrupted run ``run_id`` (``latest``: the newest) with its original selection."""
+    run = store.open_run(layout.results, run_id)
+    run_meta = run.read_meta()
+    request = request_of(run_meta, jobs)
+    adapters, selected = plan(layout, request)
+    done = run.compact()
+    run_meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
+    backend = backend_for(request.backend)
+    try:
+        return _execute(backend, request, run, run_meta, adapters, selected, done)
+    finally:
+        backend.close()
+
+
+def _execute(
+    backend: backends.Backend,
+    request: Request,
+    run: store.RunStore,
+    run_meta: RunMeta | None,
+    adapters: list[Adapter],
+    selected: list[cells.Cell],
+    done: set[str],
+) -> Outcome:
+    todo = [cell for cell in selected if cell.key not in done]
+    if done:
+        print(f"resuming {run.run_id}: {len(done)} cells recorded, {len(todo)} to run", file=sys.stderr)
+    broken = _ready(backend, [a for a in adapters if a.name in {c.adapter.name for c in todo}])
+    if run_meta is None:
+        run_meta = meta.collect(backend, adapters, run.run_id, _settings(request, backend.name, len(selected)))
+        run_meta["prepare_failures"] = broken
+    run.write_meta(run_meta)
+    progress = Progress(total=len(done) + len(todo), done=len(done))
+    classified_meta = run_meta
+
+    def on_record(record: CellRecord) -> None:
+        try:
+            outcome = str(cells_frame([record], classified_meta).iloc[0]["outcome"])
+        except Exception as exc:  # the record is stored; a classification bug must not stop the run
+            outcome = f"unclassified ({type(exc).__name__}: {exc})"
+        process = record["process"]
+        seconds = process["wall_ms"] / 1000 if process else None
+        label = f"{record['column']} {record['case']} {record['schema']} {record['transport']}"
+        progress.update(label, outcome, seconds)
+
+    outcome = Outcome(run, broken)
+    try:
+        runner.run_all(backend, run, todo, jobs=request.jobs, broken=broken, on_record=on_record)
+    except runner.Interrupted as exc:
+        progress.close()
+        print(f"{exc}; finish with: python -m harness run --resume {run.run_id}", file=sys.stderr)
+        outcome.interrupted = True
+        return outcome
+    progress.close()
+    run_meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    run.write_meta(run_meta)
+    for name, why in sorted(broken.items()):
+        print(f"column(s) of {name} could not run (harness-error cells): {why}", file=sys.stderr)
+    print(f"results: {run.directory}", file=sys.stderr)
+    return outcome
+
+
+def probe(
+    layout: Layout,
+    run_id: str,
+    names: list[str],
+    kinds: tuple[str, ...],
+    *,
+    max_bytes: int,
+    jobs: int,
+    backend_for: backends.Factory,
+    backend_name: str | None = None,
+) -> Outcome:
+    """Bisect the largest stdio frame each selected column accepts, into the run's ``boundary.json``."""
+    run = store.open_run(layout.results, run_id)
+    run_meta = run.read_meta()
+    adapters = select_adapters(layout, names)
+    backend = backend_for(backend_name or run_meta.get("backend", "local"))
+    try:
+        broken = _ready(backend, adapters)
+        outcome = Outcome(run, broken)
+
+        def on_result(result: boundary.Boundary) -> None:
+            print(
+                f"probe {result.column} {result.kind}: {boundary.describe(result)} ({result.probes} probes)",
+                file=sys.stderr,
+            )
+
+        try:
+            boundary.probe_all(
+                backend,
+                run,
+                run_meta,
+                [a for a in adapters if a.name not in broken],
+                jobs=jobs,
+                max_bytes=max_bytes,
+                kinds=kinds,
+                on_result=on_result,
+            )
+        except runner.Interrupted as exc:
+            print(exc, file=sys.stderr)
+            outcome.interrupted = True
+            return outcome
+        print(f"boundary: {run.boundary_path}", file=sys.stderr)
+        return outcome
+    finally:
+        backend.close()
