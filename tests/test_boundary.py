@@ -26,6 +26,7 @@ def test_bisect_when_even_the_smallest_frame_is_rejected():
 
 def test_a_timeout_is_inconclusive_not_a_limit():
     """A client that is merely slow above 3 MB must not be reported as limited there."""
+
     def accepts(n: int) -> tuple[bool | None, str]:
         if n > 5_000_000:
             return False, "rejected"
@@ -40,9 +41,23 @@ def test_probe_finds_the_configured_stdio_buffer_limit(checkout):
     """ts-sdk/maxbuf-1mib sets the SDK's maxBufferSize to 1 MiB; the probe must find where it bites."""
     scratch = checkout("raw-jsonrpc", "ts-sdk")
     scratch.harness("run", "--run-id", "b", "--case", "ok", "--adapter", "raw-jsonrpc", "--transport", "stdio")
-    scratch.harness("probe", "--run", "b", "--adapter", "ts-sdk", "--adapter", "raw-jsonrpc", "--kind", "text",
-                    "--max-bytes", str(2 * 1024 * 1024), timeout=900)
-    results = {(r["column"], r["kind"]): r for r in json.loads((scratch.root / "results" / "b" / "boundary.json").read_text())}
+    scratch.harness(
+        "probe",
+        "--run",
+        "b",
+        "--adapter",
+        "ts-sdk",
+        "--adapter",
+        "raw-jsonrpc",
+        "--kind",
+        "text",
+        "--max-bytes",
+        str(2 * 1024 * 1024),
+        timeout=900,
+    )
+    results = {
+        (r["column"], r["kind"]): r for r in json.loads((scratch.root / "results" / "b" / "boundary.json").read_text())
+    }
     raw = results[("raw-jsonrpc", "text")]
     assert raw["no_limit_up_to"] == 2 * 1024 * 1024 and raw["probes"] == 1
     small = results[("ts-sdk/maxbuf-1mib", "text")]

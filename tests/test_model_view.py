@@ -16,32 +16,38 @@ ERROR_TEXT = "Ledger service unavailable: could not read balance of ACC-4471"
 ISERROR = {"content": [{"type": "text", "text": ERROR_TEXT}], "isError": True}
 
 
-@pytest.mark.parametrize("value, expected", [
-    # pydantic-ai: the structured content as a JSON value
-    (ACCOUNT, "structured"),
-    # AI SDK: {"type": "content", ...} parts with the text, or {"type": "json", ...}
-    ({"type": "content", "value": [{"type": "text", "text": TEXT}]}, "text"),
-    ({"type": "json", "value": ACCOUNT}, "structured"),
-    # LangChain.js: one JSON string holding the text part and the structured content
-    (json.dumps({"type": "text", "text": TEXT, "structuredContent": ACCOUNT}, separators=(",", ":")), "both"),
-    # llama-index: str() of the pydantic result
-    (f"meta=None content=[TextContent(type='text', text='{TEXT}', annotations=None, meta=None)] "
-     f"structured_content={ACCOUNT!r} is_error=False", "repr"),
-    # smolagents with structured output: a Python dict repr after a prefix
-    ([{"type": "text", "text": f"Observation:\n{ACCOUNT!r}"}], "structured"),
-    # compact JSON of the structured content (JavaScript)
-    ({"type": "text", "text": json.dumps(ACCOUNT, separators=(",", ":"))}, "structured"),
-    # the framework's own message in place of the result
-    ("An error occurred while running the tool. Please try again.", "error-text"),
-    ({"type": "text", "text": "[]"}, "empty"),
-    ([{"type": "text", "text": "", "id": "lc_id-0"}], "empty"),
-    ('{"content":[{"type":"text","text":""}]}', "empty"),
-    ([], "empty"),
-    (None, "empty"),
-    ("[non-text content omitted]", "other"),
-    # llama-index: the SDK's message when the structured content is missing
-    ("Tool get_account_balance has an output schema but did not return structured content", "error-text"),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        # pydantic-ai: the structured content as a JSON value
+        (ACCOUNT, "structured"),
+        # AI SDK: {"type": "content", ...} parts with the text, or {"type": "json", ...}
+        ({"type": "content", "value": [{"type": "text", "text": TEXT}]}, "text"),
+        ({"type": "json", "value": ACCOUNT}, "structured"),
+        # LangChain.js: one JSON string holding the text part and the structured content
+        (json.dumps({"type": "text", "text": TEXT, "structuredContent": ACCOUNT}, separators=(",", ":")), "both"),
+        # llama-index: str() of the pydantic result
+        (
+            f"meta=None content=[TextContent(type='text', text='{TEXT}', annotations=None, meta=None)] "
+            f"structured_content={ACCOUNT!r} is_error=False",
+            "repr",
+        ),
+        # smolagents with structured output: a Python dict repr after a prefix
+        ([{"type": "text", "text": f"Observation:\n{ACCOUNT!r}"}], "structured"),
+        # compact JSON of the structured content (JavaScript)
+        ({"type": "text", "text": json.dumps(ACCOUNT, separators=(",", ":"))}, "structured"),
+        # the framework's own message in place of the result
+        ("An error occurred while running the tool. Please try again.", "error-text"),
+        ({"type": "text", "text": "[]"}, "empty"),
+        ([{"type": "text", "text": "", "id": "lc_id-0"}], "empty"),
+        ('{"content":[{"type":"text","text":""}]}', "empty"),
+        ([], "empty"),
+        (None, "empty"),
+        ("[non-text content omitted]", "other"),
+        # llama-index: the SDK's message when the structured content is missing
+        ("Tool get_account_balance has an output schema but did not return structured content", "error-text"),
+    ],
+)
 def test_channel_of_diverge(value, expected):
     assert model_view.channel(value, DIVERGE) == expected
 

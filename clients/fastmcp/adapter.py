@@ -56,7 +56,7 @@ OPTIONS = {"raise_on_error": bool}
 def _json_form(value: Any) -> Any:
     try:
         return pydantic_core.to_jsonable_python(value)
-    except Exception:  # noqa: BLE001 - a value pydantic cannot serialize: its repr (the contract's rule)
+    except Exception:
         return repr(value)
 
 
@@ -68,8 +68,12 @@ class FastMCP:
 
         command, args, env = framework_driver.stdio_command(cell)
         timeout = cell["call_timeout_ms"] / 1000.0
-        self.client = Client(StdioTransport(command=command, args=args, env=env, keep_alive=False),
-                             timeout=timeout, init_timeout=timeout, message_handler=on_message)
+        self.client = Client(
+            StdioTransport(command=command, args=args, env=env, keep_alive=False),
+            timeout=timeout,
+            init_timeout=timeout,
+            message_handler=on_message,
+        )
         self.raise_on_error = cell["options"].get("raise_on_error", True)
 
     async def open(self, stack: AsyncExitStack) -> str | None:
@@ -81,8 +85,9 @@ class FastMCP:
         return [tool.name for tool in await self.client.list_tools()]
 
     async def run(self, call: dict[str, Any]) -> dict[str, Any]:
-        result = await self.client.call_tool(str(call["name"]), call.get("arguments") or {},
-                                             raise_on_error=self.raise_on_error)
+        result = await self.client.call_tool(
+            str(call["name"]), call.get("arguments") or {}, raise_on_error=self.raise_on_error
+        )
         whole = {
             "content": [block.model_dump(mode="json", by_alias=True) for block in result.content],
             "structured_content": _json_form(result.structured_content),
@@ -92,9 +97,12 @@ class FastMCP:
         }
         return {
             "result": whole,
-            "model_view": framework_driver.model_view(_json_form(result.data), bool(result.is_error),
-                                                 "CallToolResult.is_error",
-                                                 {**whole, "data_repr": repr(result.data)}),
+            "model_view": framework_driver.model_view(
+                _json_form(result.data),
+                bool(result.is_error),
+                "CallToolResult.is_error",
+                {**whole, "data_repr": repr(result.data)},
+            ),
         }
 
 

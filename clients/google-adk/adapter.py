@@ -14,8 +14,9 @@ exception of the call becomes ``{"error": "MCP tool execution failed: ..."}`` (`
 ``{"error": "Unexpected error during MCP tool execution: ..."}``. The flow
 (``google/adk/flows/llm_flows/tools/_caller.py`` ``_build_function_response_content``) wraps the
 response in ``Part.from_function_response(name, response)`` with the call's id inside a ``user``
-``Content``; that is what the next ``LlmRequest.contents`` carries to the model. ``FunctionResponse`` has no error field, so
-``error_flag`` is null; ``model_view.value`` is ``FunctionResponse.response``.
+``Content``; that is what the next ``LlmRequest.contents`` carries to the model.
+``FunctionResponse`` has no error field, so ``error_flag`` is null; ``model_view.value`` is
+``FunctionResponse.response``.
 
 Driving: ``McpToolset(connection_params=StdioConnectionParams(server_params=StdioServerParameters(
 ...), timeout=...))``; ``timeout`` is the session's ``read_timeout_seconds`` for stdio (and the
@@ -26,7 +27,8 @@ step) spawns the server and initializes; the session is pooled and reused by eve
 is one ``runner.run_async`` on a new session, with a scripted ``BaseLlm`` subclass (the shipped
 ``google.adk.cli.agent_test_runner.MockModel`` imports pytest, so it is not used): turn one asks
 for the tool (function-call id ``call-1``), turn two records ``llm_request.contents`` and answers
-``done`` (both with zero token usage, so ADK logs no "missing token usage" line). ``result`` is the ``FunctionResponse.response`` of the run's function-response event.
+``done`` (both with zero token usage, so ADK logs no "missing token usage" line). ``result`` is the
+``FunctionResponse.response`` of the run's function-response event.
 ``runner.close()`` (which closes the toolset) is the close step.
 
 Options: none (fails on any). Facts only; OpenTelemetry stays unconfigured (``OTEL_SDK_DISABLED``).
@@ -45,8 +47,12 @@ from contextlib import AsyncExitStack  # noqa: E402
 from typing import Any  # noqa: E402
 
 os.environ["OTEL_SDK_DISABLED"] = "true"
-for _variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                  "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"):
+for _variable in (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+):
     os.environ.pop(_variable, None)  # ADK sets up OTLP exporters when these are present
 
 import framework_driver  # noqa: E402
@@ -67,7 +73,9 @@ OPTIONS: dict[str, type] = {}
 CLOSE_RESERVE_S = 7.0
 APP = "matrix"
 USER = "user"
-NO_USAGE = types.GenerateContentResponseUsageMetadata(prompt_token_count=0, candidates_token_count=0, total_token_count=0)
+NO_USAGE = types.GenerateContentResponseUsageMetadata(
+    prompt_token_count=0, candidates_token_count=0, total_token_count=0
+)
 
 
 def to_json(value: Any) -> Any:
@@ -91,25 +99,33 @@ class ScriptedLlm(BaseLlm):
     def seen(self) -> list[types.Content] | None:
         return self._seen
 
-    async def generate_content_async(self, llm_request: LlmRequest,
-                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         self._turns += 1
         if self._turns == 1:
-            call = types.FunctionCall(id=framework_driver.CALL_ID, name=self._call["name"],
-                                      args=dict(self._call.get("arguments") or {}))
-            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]),
-                              usage_metadata=NO_USAGE)
+            call = types.FunctionCall(
+                id=framework_driver.CALL_ID, name=self._call["name"], args=dict(self._call.get("arguments") or {})
+            )
+            yield LlmResponse(
+                content=types.Content(role="model", parts=[types.Part(function_call=call)]), usage_metadata=NO_USAGE
+            )
             return
         if self._seen is None:
             self._seen = [content.model_copy(deep=True) for content in llm_request.contents]
-        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=framework_driver.FINAL_TEXT)]),
-                          usage_metadata=NO_USAGE)
+        yield LlmResponse(
+            content=types.Content(role="model", parts=[types.Part(text=framework_driver.FINAL_TEXT)]),
+            usage_metadata=NO_USAGE,
+        )
 
 
 def _mine(content: types.Content) -> list[types.FunctionResponse]:
     """The function responses to the scripted call (id ``call-1``) in ``content``."""
-    return [part.function_response for part in content.parts or []
-            if part.function_response is not None and part.function_response.id == framework_driver.CALL_ID]
+    return [
+        part.function_response
+        for part in content.parts or []
+        if part.function_response is not None and part.function_response.id == framework_driver.CALL_ID
+    ]
 
 
 def model_view(seen: list[types.Content]) -> dict[str, Any]:
@@ -131,11 +147,11 @@ class GoogleAdk:
 
     async def open(self, stack: AsyncExitStack) -> str | None:
         # Lazy: no I/O until the first get_tools(); closing the runner closes the toolset.
-        self.toolset = McpToolset(connection_params=StdioConnectionParams(server_params=self.params,
-                                                                          timeout=self.timeout))
+        self.toolset = McpToolset(
+            connection_params=StdioConnectionParams(server_params=self.params, timeout=self.timeout)
+        )
         self.model = ScriptedLlm()
-        self.runner = InMemoryRunner(agent=LlmAgent(name="agent", model=self.model, tools=[self.toolset]),
-                                     app_name=APP)
+        self.runner = InMemoryRunner(agent=LlmAgent(name="agent", model=self.model, tools=[self.toolset]), app_name=APP)
         stack.push_async_callback(self.runner.close)
         return None
 
@@ -148,8 +164,11 @@ class GoogleAdk:
         message = types.Content(role="user", parts=[types.Part(text=framework_driver.PROMPT)])
         responses: list[Any] = []
         async for event in self.runner.run_async(user_id=USER, session_id=session.id, new_message=message):
-            responses.extend(response.response for response in event.get_function_responses()
-                             if response.id == framework_driver.CALL_ID)
+            responses.extend(
+                response.response
+                for response in event.get_function_responses()
+                if response.id == framework_driver.CALL_ID
+            )
         if self.model.seen is None:
             raise framework_driver.NoSecondTurn()
         return {"result": to_json(responses[-1]) if responses else None, "model_view": model_view(self.model.seen)}

@@ -72,8 +72,9 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: Any = None, **kwargs: Any) -> Any:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> Any:
         self.seen.append(list(messages))
         return super()._generate(messages, stop, run_manager, **kwargs)
 
@@ -91,9 +92,13 @@ class LangChain:
 
         command, args, env = framework_driver.stdio_command(cell)
         connection: dict[str, Any] = {
-            "transport": "stdio", "command": command, "args": args,
-            "session_kwargs": {"read_timeout_seconds": timedelta(milliseconds=cell["call_timeout_ms"]),
-                               "message_handler": on_message},
+            "transport": "stdio",
+            "command": command,
+            "args": args,
+            "session_kwargs": {
+                "read_timeout_seconds": timedelta(milliseconds=cell["call_timeout_ms"]),
+                "message_handler": on_message,
+            },
         }
         if env is not None:
             connection["env"] = env
@@ -109,14 +114,23 @@ class LangChain:
         return None if version is None else str(version)
 
     async def tools(self) -> list[str]:
-        self.tools_loaded = await load_mcp_tools(self.session, server_name=SERVER,
-                                                 handle_tool_errors=self.handle_tool_errors)
+        self.tools_loaded = await load_mcp_tools(
+            self.session, server_name=SERVER, handle_tool_errors=self.handle_tool_errors
+        )
         return [tool.name for tool in self.tools_loaded]
 
     async def run(self, call: dict[str, Any]) -> dict[str, Any]:
-        request = AIMessage(content="", tool_calls=[{
-            "name": str(call["name"]), "args": call.get("arguments") or {},
-            "id": framework_driver.CALL_ID, "type": "tool_call"}])
+        request = AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": str(call["name"]),
+                    "args": call.get("arguments") or {},
+                    "id": framework_driver.CALL_ID,
+                    "type": "tool_call",
+                }
+            ],
+        )
         model = ScriptedChatModel(responses=[request, AIMessage(content=framework_driver.FINAL_TEXT)])
         agent = create_agent(model, self.tools_loaded)
         state = await agent.ainvoke({"messages": [HumanMessage(framework_driver.PROMPT)]})
@@ -128,12 +142,19 @@ class LangChain:
         result = None
         if produced is not None:
             result = framework_driver.normalize_ids(
-                {"content": framework_driver.jsonable(produced.content), "artifact": framework_driver.jsonable(produced.artifact)})
+                {
+                    "content": framework_driver.jsonable(produced.content),
+                    "artifact": framework_driver.jsonable(produced.artifact),
+                }
+            )
         return {
             "result": result,
             "model_view": framework_driver.model_view(
                 framework_driver.normalize_ids(framework_driver.jsonable(given.content)),
-                given.status == "error", "ToolMessage.status", message),
+                given.status == "error",
+                "ToolMessage.status",
+                message,
+            ),
         }
 
 

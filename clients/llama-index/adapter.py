@@ -65,7 +65,7 @@ def _python_dump(obj: Any) -> Any:
     if callable(dump):
         try:
             return dump(by_alias=True)
-        except Exception:  # noqa: BLE001 - not dumpable at all: its repr
+        except Exception:
             return repr(obj)
     return repr(obj)
 
@@ -87,9 +87,16 @@ class Script:
     def respond(self, messages: list[ChatMessage], **_: Any) -> ChatMessage:
         self.turns += 1
         if self.turns == 1:
-            return ChatMessage(role=MessageRole.ASSISTANT, blocks=[ToolCallBlock(
-                tool_call_id=framework_driver.CALL_ID, tool_name=self.call["name"],
-                tool_kwargs=dict(self.call.get("arguments") or {}))])
+            return ChatMessage(
+                role=MessageRole.ASSISTANT,
+                blocks=[
+                    ToolCallBlock(
+                        tool_call_id=framework_driver.CALL_ID,
+                        tool_name=self.call["name"],
+                        tool_kwargs=dict(self.call.get("arguments") or {}),
+                    )
+                ],
+            )
         if self.seen is None:
             self.seen = copy.deepcopy(list(messages))
         return ChatMessage(role=MessageRole.ASSISTANT, content=framework_driver.FINAL_TEXT)

@@ -110,25 +110,34 @@ class OpenAIAgents:
         return [tool.name for tool in await self.server.list_tools()]
 
     async def run(self, call: dict[str, Any]) -> dict[str, Any]:
-        model = ScriptedModel([
-            [function_call(str(call["name"]), call.get("arguments") or {}, call_id=framework_driver.CALL_ID)],
-            [assistant_message(framework_driver.FINAL_TEXT)],
-        ])
+        model = ScriptedModel(
+            [
+                [function_call(str(call["name"]), call.get("arguments") or {}, call_id=framework_driver.CALL_ID)],
+                [assistant_message(framework_driver.FINAL_TEXT)],
+            ]
+        )
         agent = Agent(name="adapter", model=model, mcp_servers=[self.server])
         self.server.raised.clear()
         result = await Runner.run(agent, framework_driver.PROMPT, run_config=RunConfig(tracing_disabled=True))
         last = model.last_call
         items = last.input if last is not None and isinstance(last.input, list) else []
         outputs = [_plain(item) for item in items]
-        outputs = [item for item in outputs if isinstance(item, dict) and item.get("type") == "function_call_output"
-                   and item.get("call_id") == framework_driver.CALL_ID]
+        outputs = [
+            item
+            for item in outputs
+            if isinstance(item, dict)
+            and item.get("type") == "function_call_output"
+            and item.get("call_id") == framework_driver.CALL_ID
+        ]
         if len(model.calls) < 2 or not outputs:
             raise RuntimeError("adapter: the agent run ended without giving the model a tool result")
         message = outputs[-1]
         produced = [item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)]
         entry = {
             "result": framework_driver.jsonable(_plain(produced[-1])) if produced else None,
-            "model_view": framework_driver.model_view(message.get("output"), None, None, framework_driver.jsonable(message)),
+            "model_view": framework_driver.model_view(
+                message.get("output"), None, None, framework_driver.jsonable(message)
+            ),
         }
         if self.server.raised:
             entry["tool_raised"] = self.server.raised[-1]

@@ -108,8 +108,11 @@ class PydanticAI:
 
         def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             last = messages[-1]
-            parts = [p for p in last.parts if getattr(p, "tool_call_id", None) == framework_driver.CALL_ID] \
-                if isinstance(last, ModelRequest) else []
+            parts = (
+                [p for p in last.parts if getattr(p, "tool_call_id", None) == framework_driver.CALL_ID]
+                if isinstance(last, ModelRequest)
+                else []
+            )
             if not parts:  # turn one
                 return ModelResponse(parts=[ToolCallPart(name, arguments, tool_call_id=framework_driver.CALL_ID)])
             seen.extend(parts)  # turn two: the tool-result message the model is given

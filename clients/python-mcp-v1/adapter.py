@@ -51,8 +51,7 @@ class Connection:
     async def __aenter__(self) -> ClientSession:
         try:
             if isinstance(self._params, str):
-                read, write, _session_id = await self._stack.enter_async_context(
-                    streamable_http_client(self._params))
+                read, write, _session_id = await self._stack.enter_async_context(streamable_http_client(self._params))
             else:
                 read, write = await self._stack.enter_async_context(stdio_client(self._params))
             session = await self._stack.enter_async_context(ClientSession(read, write, **self._session_options))
@@ -64,8 +63,9 @@ class Connection:
         self.protocol_version = result.protocolVersion
         return session
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> bool | None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
         return await self._stack.__aexit__(exc_type, exc, tb)
 
 
@@ -73,8 +73,9 @@ def connect(cell: dict[str, Any], on_message: mcp_driver.MessageHandler) -> Conn
     """The connection, not yet entered: entering it spawns the server (stdio) or opens the HTTP
     client, and initializes the session."""
     return Connection(
-        mcp_driver.server_url(cell) if mcp_driver.is_http(cell) else StdioServerParameters(
-            **mcp_driver.stdio_server(cell)),
+        mcp_driver.server_url(cell)
+        if mcp_driver.is_http(cell)
+        else StdioServerParameters(**mcp_driver.stdio_server(cell)),
         read_timeout_seconds=timedelta(milliseconds=cell["call_timeout_ms"]),
         message_handler=on_message,
     )

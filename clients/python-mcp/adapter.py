@@ -35,8 +35,11 @@ CLOSE_RESERVE_S = 7.0
 def connect(cell: dict[str, Any], on_message: mcp_driver.MessageHandler) -> Client:
     """The client, not yet entered: entering it spawns the server (stdio) or opens the HTTP client,
     and negotiates the protocol."""
-    server = mcp_driver.server_url(cell) if mcp_driver.is_http(cell) else StdioServerParameters(
-        **mcp_driver.stdio_server(cell))
+    server = (
+        mcp_driver.server_url(cell)
+        if mcp_driver.is_http(cell)
+        else StdioServerParameters(**mcp_driver.stdio_server(cell))
+    )
     return Client(
         server,
         read_timeout_seconds=cell["call_timeout_ms"] / 1000.0,

@@ -122,7 +122,10 @@ class Wire(BaseWire):
     def __init__(self, server: dict[str, Any]) -> None:
         env = {**os.environ, **(server.get("env") or {})}
         self.process = subprocess.Popen(
-            [server["command"], *server["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            [server["command"], *server["args"]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
         )
         super().__init__()
         threading.Thread(target=self._read, daemon=True).start()
@@ -139,8 +142,11 @@ class Wire(BaseWire):
                 continue
             if isinstance(message, dict):
                 frame["id"] = message.get("id")
-                frame["kind"] = "response" if ("result" in message or "error" in message) else (
-                    "request" if "id" in message else "notification")
+                frame["kind"] = (
+                    "response"
+                    if ("result" in message or "error" in message)
+                    else ("request" if "id" in message else "notification")
+                )
                 if frame["kind"] == "response":
                     self.responses.put(message)
             self.frames.append(frame)
@@ -200,7 +206,9 @@ class HttpWire(BaseWire):
         except ValueError as exc:
             frame["parse_error"] = frame["parse_error"] or str(exc)
             return None
-        frame["messages"].append({"kind": _kind(message), "id": message.get("id") if isinstance(message, dict) else None})
+        frame["messages"].append(
+            {"kind": _kind(message), "id": message.get("id") if isinstance(message, dict) else None}
+        )
         if _kind(message) == "response":
             self.responses.put(message)
         return message
@@ -208,11 +216,20 @@ class HttpWire(BaseWire):
     def _exchange(self, message: dict[str, Any]) -> None:
         """POST ``message`` and read the whole answer (JSON body or SSE stream) into the queue."""
         msg_id = message.get("id") if "method" in message else None
-        frame: dict[str, Any] = {"http": "POST", "request": message.get("method"), "id": msg_id, "status": None,
-                                 "content_type": None, "bytes": 0, "parse_error": None, "messages": [],
-                                 "error": None}
-        request = urllib.request.Request(self.url, data=json.dumps(message).encode(), headers=self._headers(),
-                                         method="POST")
+        frame: dict[str, Any] = {
+            "http": "POST",
+            "request": message.get("method"),
+            "id": msg_id,
+            "status": None,
+            "content_type": None,
+            "bytes": 0,
+            "parse_error": None,
+            "messages": [],
+            "error": None,
+        }
+        request = urllib.request.Request(
+            self.url, data=json.dumps(message).encode(), headers=self._headers(), method="POST"
+        )
         self._record(frame)  # filled in below; the list order is the order of the POSTs
         try:
             try:
@@ -232,12 +249,20 @@ class HttpWire(BaseWire):
                     answered = False
                     if body.strip():
                         parsed = self._deliver(frame, body)
-                        answered = isinstance(parsed, dict) and _kind(parsed) == "response" and parsed.get("id") == msg_id
+                        answered = (
+                            isinstance(parsed, dict) and _kind(parsed) == "response" and parsed.get("id") == msg_id
+                        )
             if msg_id is not None and not answered:
                 problem = f"; parse error: {frame['parse_error']}" if frame["parse_error"] else ""
-                self.responses.put(Failure(msg_id, ConnectionError(
-                    f"HTTP {frame['status']} ({frame['content_type']}) to {message.get('method')} (id {msg_id}) "
-                    f"carried no response to it{problem}")))
+                self.responses.put(
+                    Failure(
+                        msg_id,
+                        ConnectionError(
+                            f"HTTP {frame['status']} ({frame['content_type']}) to {message.get('method')} "
+                            f"(id {msg_id}) carried no response to it{problem}"
+                        ),
+                    )
+                )
             elif msg_id is None and frame["status"] is not None and frame["status"] >= 400:
                 raise ConnectionError(f"HTTP {frame['status']} to {message.get('method')}")
         except Exception as exc:  # the transport failed: the waiter of this id hears of it
@@ -303,9 +328,17 @@ class HttpWire(BaseWire):
         """``DELETE`` the session (when the server gave one); 405 means the server does not allow it."""
         if self.session_id is None:
             return
-        frame: dict[str, Any] = {"http": "DELETE", "request": None, "id": None, "status": None,
-                                 "content_type": None, "bytes": 0, "parse_error": None, "messages": [],
-                                 "error": None}
+        frame: dict[str, Any] = {
+            "http": "DELETE",
+            "request": None,
+            "id": None,
+            "status": None,
+            "content_type": None,
+            "bytes": 0,
+            "parse_error": None,
+            "messages": [],
+            "error": None,
+        }
         request = urllib.request.Request(self.url, headers=self._headers(), method="DELETE")
         try:
             try:
@@ -344,15 +377,23 @@ def _call(wire: BaseWire, call: dict[str, Any], timeout_s: float) -> dict[str, A
             except Expired:
                 issued = watch.ms()
                 reason = f"cancelled by the raw-jsonrpc adapter after {after_ms} ms"
-                message = (f"the adapter cancelled the call after {after_ms} ms: sent notifications/cancelled "
-                           f"for id {msg_id} and stopped waiting for its response")
+                message = (
+                    f"the adapter cancelled the call after {after_ms} ms: sent notifications/cancelled "
+                    f"for id {msg_id} and stopped waiting for its response"
+                )
                 try:
-                    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                               "params": {"requestId": msg_id, "reason": reason}})
+                    wire.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": msg_id, "reason": reason},
+                        }
+                    )
                 except FAILURES as exc:
                     message += f" (sending notifications/cancelled failed: {type(exc).__name__}: {exc})"
-                entry = Observation.call_entry(call["name"], watch.ms(), error={
-                    "type": "Cancelled", "code": None, "message": message})
+                entry = Observation.call_entry(
+                    call["name"], watch.ms(), error={"type": "Cancelled", "code": None, "message": message}
+                )
                 entry["cancelled_after_ms"] = issued
                 return entry
     except FAILURES as exc:
@@ -369,9 +410,16 @@ def _call(wire: BaseWire, call: dict[str, Any], timeout_s: float) -> dict[str, A
 def _result_entry(call: dict[str, Any], watch: Stopwatch, response: dict[str, Any]) -> dict[str, Any]:
     if "error" in response:
         error = response["error"] if isinstance(response["error"], dict) else {}
-        return Observation.call_entry(call["name"], watch.ms(), error={
-            "type": "JSONRPCError", "code": error.get("code"), "message": str(error.get("message")),
-            "data": error.get("data")})
+        return Observation.call_entry(
+            call["name"],
+            watch.ms(),
+            error={
+                "type": "JSONRPCError",
+                "code": error.get("code"),
+                "message": str(error.get("message")),
+                "data": error.get("data"),
+            },
+        )
     return Observation.call_entry(call["name"], watch.ms(), result=response.get("result"))
 
 
@@ -393,9 +441,15 @@ def main() -> int:
     wire: BaseWire = Wire(cell["server"]) if transport == "stdio" else HttpWire(cell["server"]["url"], timeout_s)
     watch = observation.begin("initialize")
     try:
-        answer = wire.request("initialize", {
-            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-            "clientInfo": {"name": "mcp-client-matrix-raw", "version": "0.1.0"}}, timeout_s)
+        answer = wire.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "mcp-client-matrix-raw", "version": "0.1.0"},
+            },
+            timeout_s,
+        )
         if "error" in answer:
             raise RuntimeError(f"initialize answered with an error: {answer['error']}")
         wire.initialized(answer)

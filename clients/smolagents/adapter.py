@@ -51,8 +51,7 @@ from mcp import StdioServerParameters  # noqa: E402
 from smolagents import MCPClient, ToolCallingAgent  # noqa: E402
 from smolagents.agents import ToolOutput  # noqa: E402
 from smolagents.memory import ActionStep  # noqa: E402
-from smolagents.models import (  # noqa: E402
-    ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model)
+from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole, Model  # noqa: E402
 from smolagents.monitoring import LogLevel  # noqa: E402
 
 PACKAGE = "smolagents"
@@ -85,9 +84,14 @@ class ScriptedModel(Model):
         self.turns = 0
         self.seen: list[Any] | None = None
 
-    def generate(self, messages: list[Any], stop_sequences: list[str] | None = None,
-                 response_format: dict[str, str] | None = None, tools_to_call_from: list[Any] | None = None,
-                 **kwargs: Any) -> ChatMessage:
+    def generate(
+        self,
+        messages: list[Any],
+        stop_sequences: list[str] | None = None,
+        response_format: dict[str, str] | None = None,
+        tools_to_call_from: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ChatMessage:
         self.turns += 1
         if self.turns == 1:
             name, arguments = self.call["name"], dict(self.call.get("arguments") or {})
@@ -96,8 +100,15 @@ class ScriptedModel(Model):
             if self.seen is None:
                 self.seen = copy.deepcopy(list(messages))
             name, arguments, call_id = "final_answer", {"answer": framework_driver.FINAL_TEXT}, FINAL_ID
-        return ChatMessage(role=MessageRole.ASSISTANT, content=None, tool_calls=[ChatMessageToolCall(
-            id=call_id, type="function", function=ChatMessageToolCallFunction(name=name, arguments=arguments))])
+        return ChatMessage(
+            role=MessageRole.ASSISTANT,
+            content=None,
+            tool_calls=[
+                ChatMessageToolCall(
+                    id=call_id, type="function", function=ChatMessageToolCallFunction(name=name, arguments=arguments)
+                )
+            ],
+        )
 
 
 def model_view(seen: list[Any]) -> dict[str, Any]:
@@ -117,8 +128,9 @@ class Smolagents:
         self.tools_loaded: list[Any] = []
 
     async def open(self, stack: AsyncExitStack) -> str | None:
-        client = await framework_driver.in_thread(lambda: MCPClient(
-            self.params, adapter_kwargs=self.adapter_kwargs, structured_output=self.structured))
+        client = await framework_driver.in_thread(
+            lambda: MCPClient(self.params, adapter_kwargs=self.adapter_kwargs, structured_output=self.structured)
+        )
         self.client = client
         stack.push_async_callback(framework_driver.in_thread, client.disconnect)
         return None
@@ -130,12 +142,21 @@ class Smolagents:
     def _run_agent(self, call: dict[str, Any]) -> tuple[ScriptedModel, list[ToolOutput], list[BaseException]]:
         model = ScriptedModel(call)
         agent = ToolCallingAgent(tools=self.tools_loaded, model=model, max_steps=3, verbosity_level=LogLevel.OFF)
-        outputs = [event for event in agent.run(framework_driver.PROMPT, stream=True)
-                   if isinstance(event, ToolOutput) and event.id == framework_driver.CALL_ID]
-        errors = [step.error for step in agent.memory.steps
-                  if isinstance(step, ActionStep) and step.error is not None
-                  and any(tool_call.id == framework_driver.CALL_ID for tool_call in
-                          (step.model_output_message.tool_calls if step.model_output_message else None) or [])]
+        outputs = [
+            event
+            for event in agent.run(framework_driver.PROMPT, stream=True)
+            if isinstance(event, ToolOutput) and event.id == framework_driver.CALL_ID
+        ]
+        errors = [
+            step.error
+            for step in agent.memory.steps
+            if isinstance(step, ActionStep)
+            and step.error is not None
+            and any(
+                tool_call.id == framework_driver.CALL_ID
+                for tool_call in (step.model_output_message.tool_calls if step.model_output_message else None) or []
+            )
+        ]
         return model, outputs, errors
 
     async def run(self, call: dict[str, Any]) -> dict[str, Any]:

@@ -77,12 +77,12 @@ class ScriptedModel(Model):
     def get_config(self) -> Any:
         return {}
 
-    def structured_output(self, output_model: Any, prompt: Any, system_prompt: str | None = None,
-                          **kwargs: Any) -> Any:
+    def structured_output(self, output_model: Any, prompt: Any, system_prompt: str | None = None, **kwargs: Any) -> Any:
         raise NotImplementedError("the scripted model has no structured output")
 
-    async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None,
-                     **kwargs: Any) -> AsyncIterator[Any]:
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
         self.turns += 1
         yield {"messageStart": {"role": "assistant"}}
         if self.turns == 1:
@@ -105,14 +105,21 @@ def model_view(seen: list[Any]) -> dict[str, Any]:
         serialized = framework_driver.to_json(message)
     except Exception:
         serialized = None
-    blocks = [block["toolResult"] for block in message.get("content") or []
-              if isinstance(block, dict) and "toolResult" in block]
+    blocks = [
+        block["toolResult"]
+        for block in message.get("content") or []
+        if isinstance(block, dict) and "toolResult" in block
+    ]
     mine = [result for result in blocks if result.get("toolUseId") == framework_driver.CALL_ID] or blocks
     if not mine:  # no tool result in the last message: show what it holds
         return framework_driver.model_view(framework_driver.to_json(message.get("content")), None, None, serialized)
     result = mine[-1]
-    return framework_driver.model_view(framework_driver.to_json(result.get("content")),
-                                       result.get("status") == "error", "toolResult.status", serialized)
+    return framework_driver.model_view(
+        framework_driver.to_json(result.get("content")),
+        result.get("status") == "error",
+        "toolResult.status",
+        serialized,
+    )
 
 
 class Strands:
@@ -154,8 +161,10 @@ class Strands:
         model, results = await framework_driver.in_thread(lambda: self._run_agent(call))
         if model.seen is None:
             raise framework_driver.NoSecondTurn()
-        return {"result": framework_driver.to_json(results[-1]) if results else None,
-                "model_view": model_view(model.seen)}
+        return {
+            "result": framework_driver.to_json(results[-1]) if results else None,
+            "model_view": model_view(model.seen),
+        }
 
 
 if __name__ == "__main__":

@@ -98,6 +98,7 @@ def server_scenarios(node: str) -> list[str]:
 
 def select(known: list[str], groups: list[str], names: list[str]) -> list[tuple[str, str]]:
     """(scenario, group) pairs to run: explicit names, else the chosen groups."""
+
     def group_of(name: str) -> str:
         if name.startswith("tools-"):
             return "tools"
@@ -124,9 +125,23 @@ def select(known: list[str], groups: list[str], names: list[str]) -> list[tuple[
 def start_server(transport: str, journal: Path) -> tuple[subprocess.Popen[str], str]:
     """Start the reference server in conformance mode; returns it and its URL."""
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--case", "conformance", "--transport", transport, "--port", "0",
-         "--journal", str(journal)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        [
+            sys.executable,
+            str(SERVER),
+            "--case",
+            "conformance",
+            "--transport",
+            transport,
+            "--port",
+            "0",
+            "--journal",
+            str(journal),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     deadline = time.monotonic() + URL_TIMEOUT_S
     assert process.stdout is not None
     import selectors
@@ -161,8 +176,13 @@ def run_scenario(node: str, url: str, name: str, workdir: Path) -> dict[str, Any
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
-        done = subprocess.run([node, str(CLI), "server", "--url", url, "--scenario", name, "-o", str(out_dir)],
-                              capture_output=True, text=True, timeout=SCENARIO_TIMEOUT_S, cwd=workdir)
+        done = subprocess.run(
+            [node, str(CLI), "server", "--url", url, "--scenario", name, "-o", str(out_dir)],
+            capture_output=True,
+            text=True,
+            timeout=SCENARIO_TIMEOUT_S,
+            cwd=workdir,
+        )
         exit_code, stdout, stderr = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
         exit_code, stdout, stderr = None, str(exc.stdout or ""), f"timed out after {SCENARIO_TIMEOUT_S} s"
@@ -177,8 +197,10 @@ def run_scenario(node: str, url: str, name: str, workdir: Path) -> dict[str, Any
         "passed": passed,
         "exit_code": exit_code,
         "duration_s": duration,
-        "checks": [{key: check.get(key) for key in ("id", "name", "status", "errorMessage") if key in check}
-                   for check in checks],
+        "checks": [
+            {key: check.get(key) for key in ("id", "name", "status", "errorMessage") if key in check}
+            for check in checks
+        ],
         "output_tail": None if passed else (stdout[-3000:] + stderr[-3000:]),
     }
 
@@ -187,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", required=True, help="write the machine-readable result here (JSON)")
     parser.add_argument("--transport", default="http-sse", choices=("http-sse", "http-json"))
-    parser.add_argument("--group", action="append", choices=GROUPS,
-                        help="scenario group to run (repeatable; default: all groups)")
+    parser.add_argument(
+        "--group", action="append", choices=GROUPS, help="scenario group to run (repeatable; default: all groups)"
+    )
     parser.add_argument("--scenario", action="append", default=[], help="run only this scenario (repeatable)")
     parser.add_argument("--journal", default=None, help="keep the server's journal here")
     args = parser.parse_args(argv)
@@ -201,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     except CannotRun as exc:
         print(f"conformance: cannot run: {exc}", file=sys.stderr)
         return 2
-    print(f"conformance: {PACKAGE} {version} (node {node_version}), {len(chosen)} scenarios, "
-          f"reference server over {args.transport}", flush=True)
+    print(
+        f"conformance: {PACKAGE} {version} (node {node_version}), {len(chosen)} scenarios, "
+        f"reference server over {args.transport}",
+        flush=True,
+    )
 
     with tempfile.TemporaryDirectory(prefix="mcp-conformance-") as scratch:
         workdir = Path(scratch)
@@ -225,16 +251,23 @@ def main(argv: list[str] | None = None) -> int:
                             print(f"       {check.get('id')}: {check.get('errorMessage')}", flush=True)
         finally:
             server_exit = stop_server(server)
-        exits = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()
-                 if '"event": "exit"' in line] if journal.exists() else []
+        exits = (
+            [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines() if '"event": "exit"' in line]
+            if journal.exists()
+            else []
+        )
 
     failed = [result["name"] for result in results if not result["passed"]]
     document = {
         "conformance": {"package": PACKAGE, "version": version},
         "node": node_version,
         "python": platform.python_version(),
-        "server": {"command": "python servers/reference --case conformance", "transport": args.transport,
-                   "exit_code": server_exit, "journal_exit": exits[-1] if exits else None},
+        "server": {
+            "command": "python servers/reference --case conformance",
+            "transport": args.transport,
+            "exit_code": server_exit,
+            "journal_exit": exits[-1] if exits else None,
+        },
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "passed": not failed,
         "counts": {"scenarios": len(results), "passed": len(results) - len(failed), "failed": len(failed)},
@@ -245,8 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     tmp = output.with_suffix(output.suffix + ".tmp")
     tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     tmp.replace(output)
-    print(f"conformance {version}: {document['counts']['passed']}/{len(results)} scenarios passed"
-          f"{'' if not failed else ' - FAILED: ' + ', '.join(failed)}; result in {output}", flush=True)
+    print(
+        f"conformance {version}: {document['counts']['passed']}/{len(results)} scenarios passed"
+        f"{'' if not failed else ' - FAILED: ' + ', '.join(failed)}; result in {output}",
+        flush=True,
+    )
     return 0 if not failed else 1
 
 
