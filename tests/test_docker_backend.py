@@ -117,7 +117,10 @@ def test_a_run_without_an_image_says_how_to_build_it(engine, checkout):
     shutil.copytree(FIXTURE_CLIENTS / "crash", adapter)
     (adapter / "adapter.toml").write_text((adapter / "adapter.toml").read_text().replace('"crash"', '"unbuilt"'))
     (adapter / "nonce.txt").write_text(os.urandom(8).hex())  # sources no image was ever built from
-    scratch.harness("run", "--backend", "docker", "--run-id", "unbuilt", "--case", "ok", "--transport", "stdio")
+    done = scratch.harness(
+        "run", "--backend", "docker", "--run-id", "unbuilt", "--case", "ok", "--transport", "stdio", check=False
+    )
+    assert done.returncode == 3, "the run is recorded, and says that a column could not run"
     records = scratch.records("unbuilt")
     assert records and all("no image built from the current clients/unbuilt" in r["harness_error"] for r in records)
     assert "nox -s images" in records[0]["harness_error"]
