@@ -1,7 +1,7 @@
 """Sessions: ``nox`` prepares every client environment, runs the matrix, probes the frame limits,
 checks the reference server with the conformance suite and renders the report.
 
-- ``prepare``: a venv per Python adapter, ``npm ci`` per Node adapter (cached).
+- ``prepare``: a venv per Python adapter (uv), ``npm ci`` per Node adapter, in parallel (cached).
 - ``matrix``:  run every cell into ``results/<run-id>/`` (arguments after ``--`` go to
   ``python -m harness run``, e.g. ``nox -s matrix -- --adapter ts-sdk --family size``).
 - ``probe``:   bisect the largest stdio frame each column accepts (``boundary.json`` of the run).
@@ -33,6 +33,7 @@ import nox
 
 nox.options.sessions = ["prepare", "matrix", "probe", "conformance", "report"]
 nox.options.reuse_venv = "yes"
+nox.options.default_venv_backend = "uv|virtualenv"  # uv when nox can find it (README installs it), else virtualenv
 nox.options.error_on_missing_interpreters = True
 
 

@@ -11,6 +11,11 @@ Three measurements in one run, on the machine at hand:
 3. **Baseline**: sample cells (stdio) run sequentially twice, once as the bare adapter command
    (``subprocess.run``, nothing else) and once through ``runner.run_cell`` (process group, budget,
    straggler scan, validation, elision, journal parsing); the ratio is the harness's own cost.
+4. **Environments** (``--environments``): every adapter's local environment built from nothing
+   into a scratch checkout with empty package caches, twice: the baseline as before (``venv`` +
+   ``pip``, one adapter after another: ``MCPCM_INSTALLER=pip prepare --jobs 1``) and as now (``uv``,
+   ``--jobs`` at once); then the same build again (warm: nothing to do), and whether both builds
+   installed the same distributions.
 
 Prints a JSON summary; ``docs/benchmarks.md`` quotes it.
 """
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -103,6 +110,63 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
         "overhead_ms_by_adapter": {name: _quantiles(values) for name, values in sorted(overhead.items())},
         "report_seconds": round(report_s, 2),
     }
+
+
+def _scratch_checkout(target: Path) -> Path:
+    """The checkout's tracked files (no environments, no node_modules) copied to ``target``."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in files.decode().split("\0"):
+        if name:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
+def _distributions(root: Path) -> dict[str, list[str]]:
+    """Per Python environment under ``root/.envs``: its installed distributions (pip and setuptools aside)."""
+    code = (
+        "import importlib.metadata as m; print('\\n'.join(sorted(f'{d.metadata[\"Name\"].lower()}=={d.version}' "
+        "for d in m.distributions() if d.metadata['Name'].lower() not in ('pip', 'setuptools'))))"
+    )
+    found = {}
+    for python in sorted((root / ".envs").glob("*/bin/python")):
+        listed = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout
+        found[python.parent.parent.name] = listed.split()
+    return found
+
+
+def environment_builds(jobs: int) -> dict:
+    """Cold builds of every environment: pip one by one (the baseline) against uv in parallel."""
+    measured: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench-envs-") as scratch:
+        for mode, installer, mode_jobs in (("pip-sequential", "pip", 1), ("uv-parallel", "uv", jobs)):
+            root = _scratch_checkout(Path(scratch) / mode)
+            caches = Path(scratch) / f"{mode}-caches"
+            env = {
+                **os.environ,
+                "MCPCM_INSTALLER": installer,
+                "PIP_CACHE_DIR": str(caches / "pip"),
+                "UV_CACHE_DIR": str(caches / "uv"),
+                "npm_config_cache": str(caches / "npm"),
+            }
+            command = [sys.executable, "-m", "harness", "--root", str(root), "prepare", "--jobs", str(mode_jobs)]
+            timings = []
+            for _ in ("cold", "warm"):
+                started = time.monotonic()
+                subprocess.run(command, cwd=ROOT, env=env, check=True, stderr=subprocess.DEVNULL)
+                timings.append(round(time.monotonic() - started, 1))
+            measured[mode] = {
+                "jobs": mode_jobs,
+                "cold_seconds": timings[0],
+                "warm_seconds": timings[1],
+                "distributions": _distributions(root),
+            }
+    same = measured["pip-sequential"].pop("distributions") == measured["uv-parallel"].pop("distributions")
+    measured["same_distributions"] = same
+    measured["speedup_cold"] = round(
+        measured["pip-sequential"]["cold_seconds"] / measured["uv-parallel"]["cold_seconds"], 2
+    )
+    return measured
 
 
 def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
@@ -204,6 +268,11 @@ def main() -> int:
         help="also time the sample cells on the local and the docker backend (needs Docker and images)",
     )
     parser.add_argument(
+        "--environments",
+        action="store_true",
+        help="also time cold builds of every local environment: pip one by one vs uv in parallel",
+    )
+    parser.add_argument(
         "--from-run",
         default=None,
         metavar="RUN_ID",
@@ -224,6 +293,8 @@ def main() -> int:
         },
         "baseline": baseline(layout, args, f"bench-baseline-{stamp}"),
     }
+    if args.environments:
+        summary["environments"] = environment_builds(args.jobs)
     if args.backends:
         summary["backends"] = backends(layout, args, stamp)
     if not args.skip_matrix:

@@ -156,6 +156,12 @@ def parser() -> argparse.ArgumentParser:
     prepare.add_argument("--adapter", action="append", default=[], help="adapter; repeatable (default: all)")
     _kind_flag(prepare)
     _backend_flags(prepare, build=True)
+    prepare.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=meta.cpu_count(),
+        help="local environments built at once (docker images: one at a time)",
+    )
 
     run = sub.add_parser("run", help="run the matrix into results/<run-id>/")
     _selection_flags(run)
@@ -251,7 +257,7 @@ def cmd_prepare(layout: Layout, args: argparse.Namespace) -> int:
     adapters = runs.select_adapters(layout, args.adapter, _kind(args))
     backend = _backend_factory(layout, args)(args.backend or "local")
     try:
-        broken = runs.prepare(backend, adapters, build=True)
+        broken = runs.prepare(backend, adapters, build=True, jobs=args.jobs)
     finally:
         backend.close()
     return EXIT_BROKEN_COLUMNS if broken else EXIT_OK

@@ -1,7 +1,11 @@
 """Client environments for the local backend: a venv per Python adapter, ``npm ci`` per Node one.
 
 Environments are cached: a stamp file records a hash of the dependency files and the runtime
-version, and :func:`prepare` does nothing when the stamp still matches.
+version, and :func:`prepare` does nothing when the stamp still matches. Python environments are
+built with ``uv`` (pinned as a harness dependency, so every nox session has it) and with ``venv``
+and ``pip`` where ``uv`` is absent or ``MCPCM_INSTALLER=pip`` asks for them (the benchmark's
+baseline); both install the same exact pins of ``requirements.txt``.
+Building one adapter's environment touches nothing of another's, so they can be built at once.
 """
 
 from __future__ import annotations
@@ -64,6 +68,30 @@ def _run(adapter: Adapter, command: list[str], cwd: Path, log: Path) -> None:
         raise PrepareError(f"{adapter.name}: `{' '.join(command)}` exited {code}; see {log}")
 
 
+def uv_executable() -> str | None:
+    """The ``uv`` beside the running interpreter (the harness's own environment), else on PATH;
+    None where there is none or ``MCPCM_INSTALLER=pip``."""
+    if os.environ.get("MCPCM_INSTALLER") == "pip":
+        return None
+    beside = Path(sys.executable).parent / "uv"
+    return str(beside) if beside.is_file() else shutil.which("uv")
+
+
+def _python_commands(target: Path, requirements: Path) -> list[list[str]]:
+    """How to make the venv ``target`` and install ``requirements`` into it: uv, or venv and pip."""
+    uv = uv_executable()
+    python = str(target / "bin" / "python")
+    if uv is not None:
+        return [
+            [uv, "venv", "--quiet", "--python", sys.executable, str(target)],
+            [uv, "pip", "install", "--quiet", "--python", python, "-r", str(requirements)],
+        ]
+    return [
+        [sys.executable, "-m", "venv", str(target)],
+        [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(requirements)],
+    ]
+
+
 def is_ready(layout: Layout, adapter: Adapter) -> bool:
     stamp = env_dir(layout, adapter) / STAMP
     files = PYTHON_DEPS if adapter.runtime == "python" else NODE_DEPS
@@ -81,20 +109,11 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
     if target.exists():
         shutil.rmtree(target)
     if adapter.runtime == "python":
-        _run(adapter, [sys.executable, "-m", "venv", str(target)], layout.root, log)
         requirements = adapter.directory / "requirements.txt"
+        make_venv, install = _python_commands(target, requirements)
+        _run(adapter, make_venv, layout.root, log)
         if requirements.exists():
-            pip = [
-                str(target / "bin" / "python"),
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "-q",
-                "-r",
-                str(requirements),
-            ]
-            _run(adapter, pip, adapter.directory, log)
+            _run(adapter, install, adapter.directory, log)
         files = PYTHON_DEPS
     else:
         if not (adapter.directory / "package-lock.json").exists():

@@ -10,6 +10,7 @@ did not build) and whether it was interrupted; the CLI turns that into its exit 
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -99,30 +100,38 @@ def _describe(request: Request) -> str:
     return " ".join(parts) or "everything"
 
 
-def prepare(backend: backends.Backend, adapters: list[Adapter], *, build: bool) -> dict[str, str]:
+def _prepare_one(backend: backends.Backend, adapter: Adapter, build: bool) -> str | None:
+    """Build or check one adapter; None when it can run, else why not (printed either way)."""
+    try:
+        if adapter.broken:
+            raise backends.PrepareError(f"invalid adapter directory: {adapter.broken}")
+        if build:
+            built = backend.prepare(adapter)
+            print(f"prepare {adapter.name}: {'built' if built else 'cached'}", file=sys.stderr)
+        else:
+            backend.check(adapter)
+    except (backends.PrepareError, OSError) as exc:
+        print(f"prepare {adapter.name}: FAILED: {exc}", file=sys.stderr)
+        return str(exc)
+    return None
+
+
+def prepare(backend: backends.Backend, adapters: list[Adapter], *, build: bool, jobs: int = 1) -> dict[str, str]:
     """Build (``build``) or check each adapter's environment; returns those that cannot run (name -> why).
 
-    A broken adapter directory is reported as it is, without building anything.
+    Local environments are independent of each other and are built ``jobs`` at a time (a docker
+    backend builds one image after another). A broken adapter directory is reported as it is,
+    without building anything.
     """
-    broken: dict[str, str] = {}
-    for adapter in adapters:
-        try:
-            if adapter.broken:
-                raise backends.PrepareError(f"invalid adapter directory: {adapter.broken}")
-            if build:
-                built = backend.prepare(adapter)
-                print(f"prepare {adapter.name}: {'built' if built else 'cached'}", file=sys.stderr)
-            else:
-                backend.check(adapter)
-        except (backends.PrepareError, OSError) as exc:
-            broken[adapter.name] = str(exc)
-            print(f"prepare {adapter.name}: FAILED: {exc}", file=sys.stderr)
-    return broken
+    workers = max(1, jobs if build and backend.name == "local" else 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        reasons = list(pool.map(lambda adapter: _prepare_one(backend, adapter, build), adapters))
+    return {adapter.name: why for adapter, why in zip(adapters, reasons, strict=True) if why is not None}
 
 
 def _ready(backend: backends.Backend, adapters: list[Adapter]) -> dict[str, str]:
     """Before cells run: local environments are built on demand, docker images must have been built."""
-    return prepare(backend, adapters, build=backend.name == "local")
+    return prepare(backend, adapters, build=backend.name == "local", jobs=meta.cpu_count())
 
 
 def _settings(request: Request, backend: str, count: int) -> RunSettings:

@@ -1,0 +1,71 @@
+"""Local environments: built with uv (pip where uv is absent), cached by fingerprint, built at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from harness import environments, runs
+from harness.layout import Layout
+from harness.manifest import Adapter, Variant
+
+PIN = "six==1.17.0"
+"""A small pure-Python package the strands adapter also pins."""
+
+
+def _adapter(root: Path, name: str, requirements: str | None = PIN) -> Adapter:
+    directory = root / "clients" / name
+    directory.mkdir(parents=True)
+    (directory / "adapter.py").write_text("")
+    if requirements is not None:
+        (directory / "requirements.txt").write_text(requirements + "\n")
+    return Adapter(name, name, "python", "six", "adapter.py", ("stdio",), (Variant("default", "", {}),), directory)
+
+
+def test_a_python_environment_is_built_with_uv_and_then_cached(tmp_path):
+    layout = Layout(tmp_path)
+    adapter = _adapter(tmp_path, "uv-built")
+    assert environments.uv_executable() is not None, "uv is a pinned harness dependency"
+    assert environments.prepare(layout, adapter) is True
+    log = (layout.envs / "uv-built.log").read_text()
+    assert " venv " in log and " pip install " in log and log.startswith(f"$ {environments.uv_executable()}")
+    assert environments.installed_version(layout, adapter) == "1.17.0"
+    assert environments.prepare(layout, adapter) is False, "an unchanged fingerprint rebuilds nothing"
+
+
+def test_pip_builds_it_where_uv_is_absent(tmp_path, monkeypatch):
+    monkeypatch.setattr(environments, "uv_executable", lambda: None)
+    layout = Layout(tmp_path)
+    adapter = _adapter(tmp_path, "pip-built")
+    assert environments.prepare(layout, adapter) is True
+    log = (layout.envs / "pip-built.log").read_text()
+    assert "-m venv" in log and "-m pip install" in log
+    assert environments.installed_version(layout, adapter) == "1.17.0"
+
+
+class _Timed:
+    """A backend whose prepare takes a while and records when it ran (to see the builds overlap)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.spans: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+
+    def prepare(self, adapter: Adapter) -> bool:
+        started = time.monotonic()
+        time.sleep(0.4)
+        with self._lock:
+            self.spans.append((started, time.monotonic()))
+        return True
+
+
+def test_independent_local_environments_are_built_at_once_and_images_one_by_one(tmp_path):
+    adapters = [_adapter(tmp_path, f"a{index}", None) for index in range(3)]
+    local, docker = _Timed("local"), _Timed("docker")
+    assert runs.prepare(local, adapters, build=True, jobs=3) == {}  # type: ignore[arg-type]
+    assert runs.prepare(docker, adapters, build=True, jobs=3) == {}  # type: ignore[arg-type]
+    starts, ends = zip(*sorted(local.spans), strict=True)
+    assert max(starts) < min(ends), "the three local builds overlapped"
+    ordered = sorted(docker.spans)
+    assert all(ordered[i][1] <= ordered[i + 1][0] for i in range(2)), "image builds do not overlap"
