@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -203,16 +203,23 @@ def probe_all(
     return results
 
 
-def describe(result: Boundary) -> str:
-    """What a bisection found, in words (the CLI's line and the report's cell say the same)."""
-    if result.inconclusive_at:
-        found = f"inconclusive: a probe of {result.inconclusive_at:,} bytes timed out"
-        return found + (f" (accepted {result.largest_accepted:,})" if result.largest_accepted else "")
-    if result.no_limit_up_to:
-        return f"no limit up to {result.no_limit_up_to:,}"
-    if result.largest_accepted is None:
-        return f"rejects every frame of {result.smallest_rejected or 0:,} bytes and more"
-    return f"largest accepted {result.largest_accepted:,} bytes"
+def wording(result: Mapping[str, Any]) -> tuple[str, str]:
+    """What a bisection found (a ``boundary.json`` entry), in words: the finding and a note.
+
+    The report's largest-frame table and the probe's progress line both say it this way: the
+    largest accepted frame in bytes, "no limit up to N", "rejects every frame ≥ N", or
+    "inconclusive: timed out at N" with what was accepted before.
+    """
+    accepted = result.get("largest_accepted")
+    if result.get("inconclusive_at"):
+        return f"inconclusive: timed out at {result['inconclusive_at']:,}", (
+            f"(accepted {accepted:,})" if accepted else ""
+        )
+    if result.get("no_limit_up_to"):
+        return f"no limit up to {result['no_limit_up_to']:,}", ""
+    if accepted is None:
+        return f"rejects every frame ≥ {result['smallest_rejected']:,}", ""
+    return f"{accepted:,}", ""
 
 
 def load(store: RunStore) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ Two steps, both harness-side (adapters only report facts):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
 import numpy as np
@@ -295,8 +295,8 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def short_error(row: pd.Series) -> str:
-    """The one-line error shown in a matrix cell."""
+def short_error(row: Mapping[str, Any]) -> str:
+    """The one-line error shown in a matrix cell (``row``: a classified row, a Series or a dict)."""
     error_type = row.get("error_type")
     if error_type is None or pd.isna(error_type) or not error_type:
         return ""

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -255,11 +256,8 @@ def _exit(outcome: runs.Outcome) -> int:
 
 def cmd_prepare(layout: Layout, args: argparse.Namespace) -> int:
     adapters = runs.select_adapters(layout, args.adapter, _kind(args))
-    backend = _backend_factory(layout, args)(args.backend or "local")
-    try:
+    with closing(_backend_factory(layout, args)(args.backend or "local")) as backend:
         broken = runs.prepare(backend, adapters, build=True, jobs=args.jobs)
-    finally:
-        backend.close()
     return EXIT_BROKEN_COLUMNS if broken else EXIT_OK
 
 

@@ -75,8 +75,6 @@ class Adapter:
     """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
     families: tuple[str, ...] | None = None
     """The fault families the adapter runs, when fewer than all (``None``: every family)."""
-    options: dict[str, str] | None = None
-    """The options the adapter understands and their types (``[options]``: name -> bool|int|float|string)."""
     broken: str | None = None
     """Why the adapter directory cannot be used (its manifest is missing or invalid); ``None`` when it can."""
 
@@ -151,16 +149,26 @@ def _variant(path: Path, variant_id: str, table: Any, declared: dict[str, str]) 
     return Variant(variant_id, description, options, transports)
 
 
-def load(path: Path) -> Adapter:
-    """Load and validate one ``adapter.toml``."""
+def _read(path: Path) -> dict[str, Any]:
+    """The TOML table of ``path``; :class:`ManifestError` when it is missing or cannot be parsed."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ManifestError(f"{path}: missing (every directory in {path.parent.parent} is an adapter)") from exc
     except OSError as exc:
         raise ManifestError(f"{path}: cannot read: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{path}: not UTF-8 (byte {exc.start}: {exc.object[exc.start : exc.start + 1]!r})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def load(path: Path) -> Adapter:
+    """Load and validate one ``adapter.toml``."""
+    return _validate(path, _read(path))
+
+
+def _validate(path: Path, data: dict[str, Any]) -> Adapter:
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
         raise _fail(path, unknown[0], f"unknown key (known: {', '.join(sorted(KNOWN_KEYS))})")
@@ -217,22 +225,13 @@ def load(path: Path) -> Adapter:
         node=node,
         kind=kind,
         families=families,
-        options=declared,
     )
 
 
-def _declared_kind(path: Path) -> str:
-    """The ``kind`` a broken manifest declares, when it can be read at all (for ``--kind`` filters)."""
-    try:
-        kind = tomllib.loads(path.read_text(encoding="utf-8")).get("kind", "sdk")
-    except (OSError, ValueError):
-        return "sdk"
-    return kind if kind in KINDS else "sdk"
-
-
-def broken_adapter(directory: Path, error: ManifestError) -> Adapter:
+def broken_adapter(directory: Path, error: ManifestError, declared_kind: Any = None) -> Adapter:
     """A placeholder for an adapter directory that cannot be used: one ``default`` column on every
-    transport, whose cells are recorded as harness errors naming ``error``."""
+    transport, whose cells are recorded as harness errors naming ``error``. Its kind is the one the
+    manifest declares when it could be parsed (so ``--kind`` filters it as its author meant)."""
     return Adapter(
         name=directory.name,
         title=f"{directory.name} (broken)",
@@ -242,7 +241,7 @@ def broken_adapter(directory: Path, error: ManifestError) -> Adapter:
         transports=TRANSPORTS,
         variants=(Variant("default", "broken adapter directory", {}),),
         directory=directory,
-        kind=_declared_kind(directory / "adapter.toml"),
+        kind=declared_kind if declared_kind in KINDS else "sdk",
         broken=str(error),
     )
 
@@ -258,10 +257,10 @@ def discover(clients_dir: Path) -> list[Adapter]:
         if directory.name.startswith((".", "_")):
             continue
         manifest = directory / "adapter.toml"
+        data: dict[str, Any] = {}
         try:
-            if not manifest.is_file():
-                raise ManifestError(f"{manifest}: missing (every directory in {clients_dir} is an adapter)")
-            adapters.append(load(manifest))
+            data = _read(manifest)
+            adapters.append(_validate(manifest, data))
         except ManifestError as exc:
-            adapters.append(broken_adapter(directory, exc))
+            adapters.append(broken_adapter(directory, exc, data.get("kind")))
     return adapters

@@ -37,7 +37,6 @@ def adapter_meta(adapter: Adapter, described: dict[str, Any]) -> AdapterMeta:
             "kind": adapter.kind,
             "runtime": adapter.runtime,
             "package": adapter.package or None,
-            "broken": adapter.broken,
             **described,
             "variants": {
                 v.id: {"column": adapter.column(v), "description": v.description, "options": v.options}

@@ -140,7 +140,6 @@ class AdapterMeta(TypedDict, total=False):
     kind: str
     runtime: str
     package: str | None
-    broken: str | None
     runtime_version: str | None
     package_version: str | None
     image: str

@@ -121,10 +121,20 @@ def _columns(frame: pd.DataFrame, meta: RunMeta) -> list[dict[str, Any]]:
     return columns
 
 
-def _rows(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[Row]:
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A classified row with what the pages show of it: the short error, why no model view, the link."""
+    return {
+        **row,
+        "short": short_error(row),
+        "no_model_view": report_view.no_model_view(row),
+        "href": f"cells/{row['key']}.html",
+    }
+
+
+def _rows(cells: list[dict[str, Any]], columns: list[dict[str, Any]]) -> list[Row]:
     """Rows in catalog order; a case's schema modes and transports are adjacent rows."""
-    by_cell = {(r["case"], r["schema"], r["transport"], r["client"]): r for r in report_view.plain_records(frame)}
-    transports = [t for t in TRANSPORT_ORDER if t in set(frame["transport"])]
+    by_cell = {(r["case"], r["schema"], r["transport"], r["client"]): r for r in cells}
+    transports = [t for t in TRANSPORT_ORDER if any(r["transport"] == t for r in cells)]
     rows = []
     for case in catalog.CASES:
         first = True
@@ -134,12 +144,7 @@ def _rows(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[Row]:
                 for column in columns:
                     data = by_cell.get((case.id, schema, transport, column["client"]))
                     if data is not None:
-                        row.cells[column["client"]] = {
-                            **data,
-                            "short": short_error(pd.Series(data)),
-                            "no_model_view": report_view.no_model_view(data),
-                            "href": f"cells/{data['key']}.html",
-                        }
+                        row.cells[column["client"]] = data
                 if row.cells:
                     rows.append(row)
                     first = False
@@ -234,7 +239,9 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
     columns = [column for column in every_column if column["kind"] != "framework"]
     framework_columns = [column for column in every_column if column["kind"] == "framework"]
     sdk_frame = frame[frame["kind"] != "framework"]
-    rows = _rows(sdk_frame, columns)
+    plain = report_view.plain_records(frame)  # cells.json, and every page's values
+    shown = [_shown(row) for row in plain]
+    rows = _rows([cell for cell in shown if cell["kind"] != "framework"], columns)
     env = _environment()
     (staging / "cells").mkdir(parents=True)
     (staging / "data").mkdir()
@@ -265,7 +272,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             meta=meta,
             conformance=conformance,
             columns=framework_columns,
-            rows=_rows(framework_frame, framework_columns),
+            rows=_rows([cell for cell in shown if cell["kind"] == "framework"], framework_columns),
             total=len(framework_frame),
             channels=model_view.CHANNELS,
             channel_legend=CHANNEL_LEGEND,
@@ -275,8 +282,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
         encoding="utf-8",
     )
     page = env.get_template("cell.html.j2")
-    plain = report_view.plain_records(frame)
-    for row in plain:
+    for row in shown:
         record = records[row["key"]]
         files = run.cell_files(row["key"])
         (staging / "cells" / f"{row['key']}.html").write_text(
@@ -289,8 +295,8 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
                 legend=LEGEND,
                 sent=sent_results(record["journal"]),
                 views=[call for call in (record["observation"] or {}).get("calls") or [] if call.get("model_view")],
-                short=short_error(pd.Series(row)),
-                no_model_view=report_view.no_model_view(row),
+                short=row["short"],
+                no_model_view=row["no_model_view"],
                 stdout=_read_log(files.stdout),
                 stderr=_read_log(files.stderr),
             ),

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from . import boundary
+
 VISIBLE_CONTROLS: dict[int, str] = {
     code: f"\\u{code:04x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\t\n\r"
 }
@@ -62,17 +64,7 @@ def boundary_cell(result: dict[str, Any] | None) -> dict[str, str]:
     """The largest-frame table's cell for one payload kind: its lines and its tooltip (the rejection)."""
     if result is None:
         return {"text": "—", "note": "", "probes": "", "title": ""}
-    accepted = result.get("largest_accepted")
-    note = ""
-    if result.get("inconclusive_at"):
-        text = f"inconclusive: timed out at {result['inconclusive_at']:,}"
-        note = f"(accepted {accepted:,})" if accepted else ""
-    elif result.get("no_limit_up_to"):
-        text = f"no limit up to {result['no_limit_up_to']:,}"
-    elif accepted is None:
-        text = f"rejects every frame ≥ {result['smallest_rejected']:,}"
-    else:
-        text = f"{accepted:,}"
+    text, note = boundary.wording(result)
     return {
         "text": text,
         "note": note,

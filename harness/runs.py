@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from contextlib import closing
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from . import backends, boundary, cells, manifest, meta, runner, store
@@ -156,12 +157,9 @@ def start(layout: Layout, request: Request, backend_for: backends.Factory) -> Ou
     run = store.RunStore(layout.results / store.check_run_id(request.run_id or store.new_run_id()))
     if run.meta_path.exists() or run.records_path.exists():
         raise UsageError(f"{run.directory}: run exists; use --resume {run.run_id}")
-    backend = backend_for(request.backend)
-    try:
+    with closing(backend_for(request.backend)) as backend:  # before the run directory: no engine, no run
         run.create()
         return _execute(backend, request, run, None, adapters, selected, set())
-    finally:
-        backend.close()
 
 
 def request_of(run_meta: RunMeta, jobs: int) -> Request:
@@ -185,11 +183,8 @@ def resume(layout: Layout, run_id: str, jobs: int, backend_for: backends.Factory
     adapters, selected = plan(layout, request)
     done = run.compact()
     run_meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
-    backend = backend_for(request.backend)
-    try:
+    with closing(backend_for(request.backend)) as backend:
         return _execute(backend, request, run, run_meta, adapters, selected, done)
-    finally:
-        backend.close()
 
 
 def _execute(
@@ -254,16 +249,14 @@ def probe(
     run = store.open_run(layout.results, run_id)
     run_meta = run.read_meta()
     adapters = select_adapters(layout, names)
-    backend = backend_for(backend_name or run_meta.get("backend", "local"))
-    try:
+    with closing(backend_for(backend_name or run_meta.get("backend", "local"))) as backend:
         broken = _ready(backend, adapters)
         outcome = Outcome(run, broken)
 
         def on_result(result: boundary.Boundary) -> None:
-            print(
-                f"probe {result.column} {result.kind}: {boundary.describe(result)} ({result.probes} probes)",
-                file=sys.stderr,
-            )
+            text, note = boundary.wording(asdict(result))
+            found = " ".join(part for part in (text, note, f"({result.probes} probes)") if part)
+            print(f"probe {result.column} {result.kind}: {found}", file=sys.stderr)
 
         try:
             boundary.probe_all(
@@ -282,5 +275,3 @@ def probe(
             return outcome
         print(f"boundary: {run.boundary_path}", file=sys.stderr)
         return outcome
-    finally:
-        backend.close()

@@ -42,8 +42,8 @@ def new_run_id() -> str:
 
 def check_run_id(run_id: str) -> str:
     """``run_id`` if it is a plain directory name; :class:`UsageError` otherwise."""
-    if not RUN_ID.match(run_id) or run_id == LATEST or ".." in run_id:
-        raise UsageError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-' (not 'latest', no '..')")
+    if not RUN_ID.match(run_id) or run_id == LATEST:
+        raise UsageError(f"run id {run_id!r}: use letters, digits, '.', '_' and '-', starting with a letter or digit")
     return run_id
 
 
@@ -130,7 +130,7 @@ class RunStore:
 def _known_runs(results: Path) -> list[str]:
     if not results.is_dir():
         return []
-    return sorted(entry.name for entry in results.iterdir() if (entry / "meta.json").is_file())
+    return sorted(entry.name for entry in results.iterdir() if RunStore(entry).meta_path.is_file())
 
 
 def open_run(results: Path, run_id: str = LATEST) -> RunStore:

@@ -34,24 +34,24 @@ class LocalBackend:
         return None  # a run prepares local environments itself
 
     @contextmanager
-    def _reference_server(self, cell: Cell, files: CellFiles) -> Iterator[tuple[str, int] | None]:
-        """For an HTTP cell, run the reference server while inside and yield its URL and pid; else None.
+    def _reference_server(self, cell: Cell, files: CellFiles) -> Iterator[tuple[str | None, tuple[int, ...]]]:
+        """For an HTTP cell, run the reference server while inside; yield its URL and its pid (which the
+        cell's cleanup must spare), or ``(None, ())`` for a stdio cell.
 
         On leaving, the server is stopped (and has journaled its exit) before the journal is read.
         """
         if not cell.is_http:
-            yield None
+            yield None, ()
             return
         command = [sys.executable, *cell.server_args(self.layout.server, files.journal)]
         service, line = process.start_service(command, stderr=files.server_stderr, ready_timeout_s=READY_S)
         try:
-            yield parse_url_line(line), service.pid
+            yield parse_url_line(line), (service.pid,)
         finally:
             process.stop_service(service)
 
     def run(self, cell: Cell, files: CellFiles) -> Finished:
-        with self._reference_server(cell, files) as server:
-            url, spare = (server[0], (server[1],)) if server else (None, ())
+        with self._reference_server(cell, files) as (url, spare):
             files.cell.write_text(
                 json.dumps(cell.to_file(self.layout.server, files.journal, url, python=sys.executable), indent=2)
             )
