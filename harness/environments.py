@@ -10,6 +10,7 @@ Building one adapter's environment touches nothing of another's, so they can be 
 
 from __future__ import annotations
 
+import compileall
 import functools
 import hashlib
 import json
@@ -17,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from .backends import PrepareError
@@ -44,8 +46,12 @@ def runtime_version(runtime: str) -> str:
     return subprocess.run([node_executable(), "--version"], capture_output=True, text=True, check=True).stdout.strip()
 
 
+RECIPE = "2: byte-compiled at install"
+"""Part of every fingerprint: changing how environments are built rebuilds them."""
+
+
 def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
-    digest = hashlib.sha256(runtime_version(adapter.runtime).encode())
+    digest = hashlib.sha256(runtime_version(adapter.runtime).encode() + RECIPE.encode())
     for name in files:
         path = adapter.directory / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"<absent>"))
@@ -84,12 +90,26 @@ def _python_commands(target: Path, requirements: Path) -> list[list[str]]:
     if uv is not None:
         return [
             [uv, "venv", "--quiet", "--python", sys.executable, str(target)],
-            [uv, "pip", "install", "--quiet", "--python", python, "-r", str(requirements)],
+            # --compile-bytecode: pip writes .pyc at install, uv does not; where PYTHONDONTWRITEBYTECODE
+            # is set, every adapter process would otherwise compile its SDK from source again.
+            [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, "-r", str(requirements)],
         ]
     return [
         [sys.executable, "-m", "venv", str(target)],
         [python, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(requirements)],
     ]
+
+
+_compile_lock = threading.Lock()
+
+
+def compile_shared(layout: Layout) -> None:
+    """Byte-compile the reference server and the adapters' support modules (every cell imports them;
+    where ``PYTHONDONTWRITEBYTECODE`` is set nothing else would write their ``.pyc``). Quick when
+    they are up to date."""
+    with _compile_lock:
+        for directory in (layout.server, layout.support):
+            compileall.compile_dir(str(directory), maxlevels=0, quiet=1)
 
 
 def is_ready(layout: Layout, adapter: Adapter) -> bool:
@@ -100,6 +120,7 @@ def is_ready(layout: Layout, adapter: Adapter) -> bool:
 
 def prepare(layout: Layout, adapter: Adapter) -> bool:
     """Build the adapter's environment unless the cached one matches; True when it was built."""
+    compile_shared(layout)
     if is_ready(layout, adapter):
         return False
     target = env_dir(layout, adapter)
@@ -134,6 +155,12 @@ def command(layout: Layout, adapter: Adapter, cell_file: Path, observation: Path
     else:
         interpreter = node_executable()
     return [interpreter, str(adapter.entry_path), str(cell_file), str(observation)]
+
+
+def worker_command(layout: Layout, adapter: Adapter) -> list[str]:
+    """The command line of the adapter's warm worker (a Python adapter: :mod:`harness.workers`)."""
+    interpreter = str(env_dir(layout, adapter) / "bin" / "python")
+    return [interpreter, str(layout.support / "fork_worker.py"), str(adapter.entry_path)]
 
 
 def process_env(layout: Layout) -> dict[str, str]:
