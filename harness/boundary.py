@@ -1,15 +1,32 @@
-"""The byte-exact boundary probe: the largest result frame each column accepts, by bisection.
+"""The byte-exact boundary probe: the largest result frame each column accepts, in a handful of runs.
 
 For every column (stdio) and payload kind (ASCII text, 3-byte CJK text, base64 image data), the
 reference server answers one call with a frame of exactly N bytes (newline included,
 ``servers/reference/stdio_faults.py:probe_frame``) and the cell's outcome says whether the client
-accepted it (``pass``). The probe first tries ``max_bytes``: accepted means "no limit up to
-max_bytes". Otherwise it bisects between a small accepted frame and the first rejected one until
-they are one byte apart. A probe that ends in ``timeout`` says nothing about size (a slow client
-is not a size limit), so it stops the bisection as inconclusive at that size; probe cells get a
-generous budget (``PROBE_BUDGET_SCALE``) so that only a client that really hangs times out.
-Every probe is a real cell run (``runner.run_cell``) kept in the run's ``boundary/`` directory as
-evidence; the summary goes to ``boundary.json``.
+accepted it (``pass``). A limit makes that monotonic: every size up to it is accepted, every size
+above rejected. ``search`` finds the largest accepted size and the smallest rejected one, one byte
+apart, the numbers a bisection to the byte between ``MIN_BYTES`` and ``max_bytes`` finds in about 28
+runs, but tries the sizes a configured limit is likely to be first:
+
+1. ``max_bytes``: accepted means "no limit up to max_bytes" (1 run).
+2. A binary search over the likely limits in between (``likely_limits``: every m * 2**e with
+   m < 16, the powers of two and the seven steps between two of them, 10 MiB being 1.25 * 8 MiB;
+   and every m * 10**e with m <= 9, such as 10,000,000). It ends at two adjacent likely sizes,
+   p accepted and c rejected, in at most 8 runs for the 149 sizes between 4 KiB and 64 MiB.
+   ``MIN_BYTES`` is probed only when every likely size was rejected (rejected too: the client
+   rejects every frame from ``MIN_BYTES`` on).
+3. The sizes a limit off by one byte (the newline counted or not, < or <=) lands on: p + 1
+   (rejected: the limit is p), c - 1 (accepted: the limit is c - 1), p + 2 (rejected: it is p + 1).
+4. Otherwise a bisection between the largest accepted and the smallest rejected size so far.
+
+So a limit at a likely size (10,485,760, 1,048,576, 33,554,432, 10,000,000, 4,194,304) takes at most
+10 runs, one a byte beside it at most 12, any other about 32.
+A probe that ends in ``timeout`` says nothing about size (a slow client is not a size limit), so it
+stops the search as inconclusive at that size; probe cells get a generous budget
+(``PROBE_BUDGET_SCALE``) so that only a client that really hangs times out. The searches of the
+column x kind pairs are independent and run ``jobs`` at a time. Every probe is a real cell run
+(``runner.run_cell``) kept in the run's ``boundary/`` directory as evidence; the summary goes to
+``boundary.json``.
 """
 
 from __future__ import annotations
@@ -40,7 +57,7 @@ PROBE_BUDGET_SCALE = 1.5
 
 @dataclass(frozen=True)
 class Boundary:
-    """The result of one bisection."""
+    """The result of one search (``search``) for a column and payload kind."""
 
     column: str
     adapter: str
@@ -53,7 +70,7 @@ class Boundary:
     rejection: str | None
     """Outcome and error of the smallest rejected frame."""
     inconclusive_at: int | None = None
-    """The size whose probe timed out, when that stopped the bisection."""
+    """The size whose probe timed out, when that stopped the search."""
 
 
 def probe_case(kind: str, frame_bytes: int) -> catalog.Case:
@@ -112,6 +129,9 @@ def _accepts(
 
 @dataclass(frozen=True)
 class Bisection:
+    """What ``search`` found: ``probes`` counts the runs of ``accepts``, ``rejection`` is the detail
+    of the smallest rejected size (of the timeout, when ``high`` or ``low`` timed out)."""
+
     largest_accepted: int | None
     smallest_rejected: int | None
     probes: int
@@ -119,30 +139,97 @@ class Bisection:
     inconclusive_at: int | None = None
 
 
-def bisect(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
-    """Bisect sizes in [low, high] for the largest accepted one; a timeout stops it as inconclusive."""
-    probes = 1
-    ok, detail = accepts(high)
-    if ok:
-        return Bisection(high, None, probes, None)
-    if ok is None:
-        return Bisection(None, None, probes, detail, inconclusive_at=high)
-    rejection = detail
-    probes += 1
-    ok, detail = accepts(low)
-    if not ok:
-        return Bisection(None, low if ok is False else None, probes, detail, None if ok is False else low)
-    while high - low > 1:
-        middle = (low + high) // 2
-        probes += 1
-        ok, detail = accepts(middle)
+class _TimedOut(Exception):
+    """A probe timed out: the search stops there, inconclusive."""
+
+    def __init__(self, size: int, detail: str) -> None:
+        super().__init__(size, detail)
+        self.size = size
+        self.detail = detail
+
+
+class _Probe:
+    """Runs probes and counts them; keeps the detail of the latest rejection, the smallest one.
+
+    ``search`` only probes sizes strictly between the largest accepted and the smallest rejected
+    size known, so each rejection is smaller than the ones before it.
+    """
+
+    def __init__(self, accepts: Callable[[int], Verdict]) -> None:
+        self.accepts = accepts
+        self.count = 0
+        self.rejection: str | None = None
+
+    def __call__(self, size: int) -> bool:
+        self.count += 1
+        ok, detail = self.accepts(size)
         if ok is None:
-            return Bisection(low, high, probes, rejection, inconclusive_at=middle)
-        if ok:
-            low = middle
-        else:
-            high, rejection = middle, detail
-    return Bisection(low, high, probes, rejection)
+            raise _TimedOut(size, detail)
+        if not ok:
+            self.rejection = detail
+        return ok
+
+
+def likely_limits(low: int, high: int) -> list[int]:
+    """The sizes strictly between ``low`` and ``high`` a configured limit is likely to be, ascending.
+
+    Every m * 2**e with 1 <= m < 16 (the powers of two and the seven steps between two of them:
+    1 MiB, 1.125 MiB, ..., 1.875 MiB; 10 MiB is 1.25 * 8 MiB) and every m * 10**e with
+    1 <= m <= 9 (10,000,000). Between 4 KiB and 64 MiB these are 149 sizes.
+    """
+    sizes: set[int] = set()
+    for exponent in range(max(high, 1).bit_length()):
+        sizes.update(m << exponent for m in range(1, 16))
+    power = 1
+    while power < high:
+        sizes.update(m * power for m in range(1, 10))
+        power *= 10
+    return sorted(size for size in sizes if low < size < high)
+
+
+def search(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
+    """The largest accepted size in [low, high] and the next one up, likely limits first (module docstring).
+
+    The numbers are those of a bisection to the byte, for any monotonic ``accepts``; ``probes``
+    counts the calls of ``accepts``. A timeout stops the search, inconclusive at that size.
+    """
+    probe = _Probe(accepts)
+    accepted: int | None = None  # the largest size known accepted (None: low is not probed yet)
+    rejected = high  # the smallest size known rejected, once high is
+    try:
+        if probe(high):
+            return Bisection(high, None, probe.count, None)
+        sizes = likely_limits(low, high)
+        below, above = -1, len(sizes)  # sizes[below] is accepted (-1: low), sizes[above] rejected (len: high)
+        while above - below > 1:
+            middle = (below + above) // 2
+            if probe(sizes[middle]):
+                below, accepted = middle, sizes[middle]
+            else:
+                above, rejected = middle, sizes[middle]
+        if accepted is None:
+            if low == high or not probe(low):
+                return Bisection(None, low, probe.count, probe.rejection)
+            accepted = low
+        # p = accepted, c = rejected: a limit a byte off a likely size (newline counted or not, < or <=)
+        # is p, p + 1 or c - 1
+        for size in (accepted + 1, rejected - 1, accepted + 2):
+            if accepted < size < rejected:
+                if probe(size):
+                    accepted = size
+                else:
+                    rejected = size
+        while rejected - accepted > 1:
+            middle = (accepted + rejected) // 2
+            if probe(middle):
+                accepted = middle
+            else:
+                rejected = middle
+        return Bisection(accepted, rejected, probe.count, probe.rejection)
+    except _TimedOut as timeout:
+        if timeout.size in (low, high):
+            return Bisection(None, None, probe.count, timeout.detail, inconclusive_at=timeout.size)
+        return Bisection(accepted, rejected, probe.count, probe.rejection, inconclusive_at=timeout.size)
 
 
 def probe_all(
@@ -156,7 +243,7 @@ def probe_all(
     kinds: tuple[str, ...] = KINDS,
     on_result: Callable[[Boundary], None] = lambda _: None,
 ) -> list[Boundary]:
-    """Bisect every stdio column x kind, ``jobs`` bisections at a time; write ``boundary.json``."""
+    """Search every stdio column x kind for its limit, ``jobs`` searches at a time; write ``boundary.json``."""
     probe_store = RunStore(store.directory / "boundary")
     tasks = [
         (adapter, variant.id, kind)
@@ -176,7 +263,7 @@ def probe_all(
                 raise Interrupted("probe interrupted; boundary.json not written")
             return verdict
 
-        found = bisect(accepts, MIN_BYTES, max_bytes)
+        found = search(accepts, MIN_BYTES, max_bytes)
         variant = next(v for v in adapter.variants if v.id == variant_id)
         no_limit = max_bytes if found.largest_accepted == max_bytes else None
         result = Boundary(
@@ -204,7 +291,7 @@ def probe_all(
 
 
 def wording(result: Mapping[str, Any]) -> tuple[str, str]:
-    """What a bisection found (a ``boundary.json`` entry), in words: the finding and a note.
+    """What a search found (a ``boundary.json`` entry), in words: the finding and a note.
 
     The report's largest-frame table and the probe's progress line both say it this way: the
     largest accepted frame in bytes, "no limit up to N", "rejects every frame ≥ N", or

@@ -1,40 +1,204 @@
-"""The boundary probe: bisection logic, and a real bisection against a configured client limit."""
+"""The boundary probe: the search against fake clients, and a real search for a configured client limit."""
 
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Callable
 
-from harness.boundary import Bisection, bisect
+import pytest
 
+from harness import boundary
+from harness.boundary import MIN_BYTES, Bisection, Verdict, likely_limits, search
 
-def test_bisect_finds_the_exact_limit_and_counts_probes():
-    limit = 1_234_567
-    found = bisect(lambda n: (n <= limit, f"rejected {n}"), 4096, 8_000_000)
-    assert (found.largest_accepted, found.smallest_rejected) == (limit, limit + 1)
-    assert found.rejection == f"rejected {limit + 1}"
-    assert found.probes <= 2 + (8_000_000 - 4096).bit_length()
-
-
-def test_bisect_reports_no_limit_with_one_probe():
-    assert bisect(lambda n: (True, ""), 4096, 1 << 20) == Bisection(1 << 20, None, 1, None)
+LOW, HIGH = MIN_BYTES, 64 * 1024 * 1024
+MEASURED = (10_485_760, 1_048_576, 33_554_432)
+"""Limits measured on real clients: the TypeScript SDK's stdio 10 MiB, maxBufferSize 1 MiB, 32 MiB."""
+ROUND = (*MEASURED, 10_000_000, 4_194_304)
 
 
-def test_bisect_when_even_the_smallest_frame_is_rejected():
-    found = bisect(lambda n: (False, "no"), 4096, 1 << 20)
-    assert (found.largest_accepted, found.smallest_rejected, found.probes) == (None, 4096, 2)
+def reference(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
+    """Bisection to the byte, as the probe searched before: high, then low, then halves."""
+    probes = 1
+    ok, detail = accepts(high)
+    if ok:
+        return Bisection(high, None, probes, None)
+    if ok is None:
+        return Bisection(None, None, probes, detail, inconclusive_at=high)
+    rejection = detail
+    probes += 1
+    ok, detail = accepts(low)
+    if not ok:
+        return Bisection(None, low if ok is False else None, probes, detail, None if ok is False else low)
+    while high - low > 1:
+        middle = (low + high) // 2
+        probes += 1
+        ok, detail = accepts(middle)
+        if ok is None:
+            return Bisection(low, high, probes, rejection, inconclusive_at=middle)
+        if ok:
+            low = middle
+        else:
+            high, rejection = middle, detail
+    return Bisection(low, high, probes, rejection)
+
+
+class Client:
+    """A fake client with a frame limit (accepts sizes <= limit) that times out on ``timeouts``."""
+
+    def __init__(self, limit: int, timeouts: Callable[[int], bool] = lambda _: False) -> None:
+        self.limit = limit
+        self.timeouts = timeouts
+        self.probed: list[int] = []
+
+    def __call__(self, size: int) -> Verdict:
+        self.probed.append(size)
+        if self.timeouts(size):
+            return None, f"timeout at {size}"
+        return (True, f"pass {size}") if size <= self.limit else (False, f"rejected {size}")
+
+
+def searched(limit: int, low: int = LOW, high: int = HIGH) -> tuple[Bisection, list[int]]:
+    client = Client(limit)
+    found = search(client, low, high)
+    assert found.probes == len(client.probed), "probes counts the runs of accepts"
+    assert all(low <= size <= high for size in client.probed), "every probe is within [low, high]"
+    assert len(set(client.probed)) == len(client.probed), "no size is probed twice"
+    return found, client.probed
+
+
+def numbers(found: Bisection) -> tuple[int | None, int | None, str | None, int | None]:
+    """A result without its probe count: what the report shows."""
+    return found.largest_accepted, found.smallest_rejected, found.rejection, found.inconclusive_at
+
+
+LIMITS = sorted(
+    {
+        *random.Random(20261129).sample(range(LOW, HIGH), 400),
+        *(limit + delta for limit in ROUND for delta in (-2, -1, 0, 1, 2)),
+        *(size + delta for size in likely_limits(LOW, HIGH) for delta in (-1, 0, 1)),
+        0,
+        LOW - 1,
+        LOW,
+        LOW + 1,
+        LOW + 2,
+        HIGH - 2,
+        HIGH - 1,
+        HIGH,
+        HIGH + 1,
+    }
+)
+
+
+@pytest.mark.parametrize("low, high", [(LOW, HIGH), (LOW, 1 << 20), (LOW, 8_000_000), (LOW, LOW + 5), (100, 100)])
+def test_search_gives_the_numbers_of_a_byte_bisection(low, high):
+    """Largest accepted = the limit, smallest rejected = limit + 1, its detail, for every kind of limit."""
+    limits = LIMITS if (low, high) == (LOW, HIGH) else sorted({*LIMITS, *range(low - 2, low + 8), high - 1, high})
+    for limit in limits:
+        found, _ = searched(limit, low, high)
+        assert numbers(found) == numbers(reference(Client(limit), low, high)), limit
+
+
+def test_search_names_the_exact_limit():
+    found, _ = searched(10_485_760)
+    assert found == Bisection(10_485_760, 10_485_761, found.probes, "rejected 10485761")
+    assert searched(HIGH)[0] == Bisection(HIGH, None, 1, None)
+    assert numbers(searched(LOW - 1)[0]) == (None, LOW, f"rejected {LOW}", None)
+    assert numbers(searched(HIGH - 1)[0]) == (HIGH - 1, HIGH, f"rejected {HIGH}", None)
+
+
+@pytest.mark.parametrize("limit", ROUND)
+def test_a_round_limit_takes_at_most_ten_runs(limit):
+    found, probed = searched(limit)
+    assert found.largest_accepted == limit and found.probes <= 10, probed
+
+
+def test_probe_counts():
+    """Likely sizes <= 10 runs, a byte beside one <= 12, no limit 1; any other limit a few more than bisection's 28."""
+    likely = likely_limits(LOW, HIGH)
+    assert len(likely) == 149 and {1 << 20, 10 << 20, 32 << 20, 10_000_000} <= set(likely)
+    assert max(searched(size)[0].probes for size in likely) <= 10
+    assert max(searched(size + delta)[0].probes for size in likely for delta in (-1, 1)) <= 12
+    assert searched(HIGH)[0].probes == searched(HIGH + 1)[0].probes == 1
+    others = [searched(limit)[0].probes for limit in random.Random(7).sample(range(LOW, HIGH), 200)]
+    assert sum(others) / len(others) <= 34 and max(others) <= 36
+
+
+def test_likely_limits():
+    steps = {m << e for m in range(8, 16) for e in (7, 8)}  # 1024, 1152, ..., 3840
+    assert likely_limits(1000, 5000) == sorted({*steps, 4096, 4608, 2000, 3000, 4000})
+    assert likely_limits(0, 20) == [*range(1, 17), 18]
+    assert likely_limits(LOW, LOW + 1) == []
+
+
+def test_search_when_even_the_smallest_frame_is_rejected():
+    found, probed = searched(0, LOW, 1 << 20)
+    assert (found.largest_accepted, found.smallest_rejected) == (None, LOW)
+    assert probed[0] == 1 << 20 and probed[-1] == LOW
 
 
 def test_a_timeout_is_inconclusive_not_a_limit():
     """A client that is merely slow above 3 MB must not be reported as limited there."""
-
-    def accepts(n: int) -> tuple[bool | None, str]:
-        if n > 5_000_000:
-            return False, "rejected"
-        return (None, "timeout") if n > 3_000_000 else (True, "")
-
-    found = bisect(accepts, 4096, 1 << 23)
+    client = Client(5_000_000, timeouts=lambda n: 3_000_000 < n <= 5_000_000)
+    found = search(client, LOW, 1 << 23)
     assert found.inconclusive_at is not None and 3_000_000 < found.inconclusive_at <= 5_000_000
     assert found.largest_accepted is not None and found.largest_accepted <= 3_000_000
+    assert found.probes == len(client.probed) and client.probed[-1] == found.inconclusive_at
+
+
+def test_a_timeout_at_high_or_low_is_inconclusive_there():
+    for client in (Client(HIGH, timeouts=lambda n: n == HIGH), Client(0, timeouts=lambda n: n == LOW)):
+        found = search(client, LOW, HIGH)
+        assert numbers(found) == numbers(reference(client, LOW, HIGH))
+        assert found.inconclusive_at in (LOW, HIGH) and found.rejection == f"timeout at {found.inconclusive_at}"
+
+
+def timeout_cases() -> list[tuple[int, int, int]]:
+    """(limit, first, last): a client with that limit that times out on sizes first..last."""
+    rng = random.Random(5)
+    cases = []
+    for _ in range(300):
+        limit = rng.choice([rng.randrange(LOW, HIGH), rng.choice(ROUND) + rng.choice((-1, 0, 1))])
+        first = rng.choice([limit, limit + 1, rng.randrange(LOW, HIGH + 1), rng.choice(likely_limits(LOW, HIGH))])
+        cases.append((limit, first, first + rng.choice((0, 0, 1, 1000, HIGH))))
+    return cases
+
+
+@pytest.mark.parametrize("limit, first, last", timeout_cases())
+def test_a_timeout_stops_the_search_with_what_is_known(limit, first, last):
+    client = Client(limit, timeouts=lambda n: first <= n <= last)
+    found = search(client, LOW, HIGH)
+    assert found.probes == len(client.probed) and all(LOW <= n <= HIGH for n in client.probed)
+    timed_out = [n for n in client.probed if first <= n <= last]
+    if found.inconclusive_at is None:
+        assert timed_out == []
+        assert numbers(found) == numbers(reference(Client(limit), LOW, HIGH))
+        return
+    assert timed_out == [found.inconclusive_at] == client.probed[-1:], "the first timeout stops the search"
+    if found.inconclusive_at in (LOW, HIGH):
+        assert numbers(found) == numbers(reference(client, LOW, HIGH))
+        assert (found.largest_accepted, found.smallest_rejected) == (None, None)
+        return
+    accepted = [n for n in client.probed if n <= limit and not first <= n <= last]
+    rejected = [n for n in client.probed if n > limit and not first <= n <= last]
+    assert found.largest_accepted == max(accepted, default=None)
+    assert found.smallest_rejected == min(rejected) and found.rejection == f"rejected {min(rejected)}"
+    assert (found.largest_accepted or 0) < found.inconclusive_at < found.smallest_rejected
+
+
+@pytest.mark.parametrize("limit", [*ROUND, 123_457, LOW])
+def test_a_timeout_at_the_limit_or_next_to_it_is_never_a_limit(limit):
+    """The search must probe the limit and the byte above it, so a timeout on either is inconclusive."""
+    for size in (limit, limit + 1):
+        found = search(Client(limit, timeouts=lambda n, size=size: n == size), LOW, HIGH)
+        assert found.inconclusive_at == size
+
+
+def test_the_module_docstring_describes_the_search():
+    text = " ".join((boundary.__doc__ or "").split())
+    for words in ("likely limits", "m * 2**e", "m * 10**e", "p + 1", "c - 1", "p + 2", "at most 10 runs"):
+        assert words in text
+    assert "until they are one byte apart" not in text
 
 
 def test_probe_finds_the_configured_stdio_buffer_limit(checkout):
