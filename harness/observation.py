@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -130,9 +132,25 @@ def validate(data: Any, path: Path, *, framework: bool = False) -> None:
         _error(path, f"transport_errors[{index}]", error)
 
 
+LARGE_BYTES = 1 << 20
+"""An observation file at least this large is read while no other large one is (:data:`_large`)."""
+_large = threading.Lock()
+"""Held while a large observation is in memory whole: a 32 MiB result is read, parsed and elided
+by one cell at a time, so that cells finishing together do not add up in the harness's memory."""
+
+
 def read(path: Path, label: Path | None = None, *, framework: bool = False) -> Observation:
     """Parse, validate and elide the observation at ``path`` (errors name ``label`` or ``path``)."""
     shown = label or path
+    try:
+        large = path.stat().st_size >= LARGE_BYTES
+    except OSError as exc:
+        raise ObservationError(f"{shown}: cannot read: {exc.strerror}") from exc
+    with _large if large else contextlib.nullcontext():
+        return _read(path, shown, framework)
+
+
+def _read(path: Path, shown: Path, framework: bool) -> Observation:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -142,5 +160,6 @@ def read(path: Path, label: Path | None = None, *, framework: bool = False) -> O
     except ValueError as exc:
         excerpt = raw[:80].decode("utf-8", "replace")
         raise ObservationError(f"{shown}: not valid JSON ({exc}); starts with {excerpt!r}") from exc
+    del raw  # the parsed value is the only copy from here on
     validate(data, shown, framework=framework)
     return cast(Observation, elide(data))
