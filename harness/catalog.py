@@ -8,7 +8,7 @@ the specification constrains the client, ``clause`` quotes it and ``level`` says
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Family = Literal["schema", "size", "transport", "protocol"]
 Level = Literal["MUST", "SHOULD", "unspecified"]
@@ -54,6 +54,16 @@ CONTENT_TYPES = (
 )
 
 
+WAITS_LATE = "the server answers after a 2 s delay"
+WAITS_OWN_TIMEOUT = "a client that does not take the answer as one waits for its own request timeout"
+TIMEOUT_BUDGET_S = 15.0
+TIMEOUT_BUDGET_WHY = (
+    "The outcome is the client's own request timeout, or an error before it, whatever the timeout's "
+    "length: 15 s (not the family's 20 s) gives that timeout 9 s (60 %) and the follow-up and the "
+    "close the rest, with more than a second to spare for a Python SDK that first imports itself."
+)
+
+
 @dataclass(frozen=True)
 class Case:
     """One fault case of the catalog."""
@@ -70,24 +80,33 @@ class Case:
     """The transports on which the case means something (wire faults of stdio: stdio only)."""
     cancel_after_ms: int | None = None
     """When set, the adapter cancels the case's call this long after sending it."""
+    waits: str | None = None
+    """Why a cell of this case spends most of its time waiting rather than computing (the server
+    answers late or never, writes slowly, or the client waits for its own timeout). The runner runs
+    such cells beside the CPU-bound ones, with a limit of their own (``run --wait-jobs``)."""
+    budget_s: float | None = None
+    """The cell budget when it is not the family's (:data:`harness.cells.BUDGET_S`): a case whose
+    outcome does not depend on how long the client waits gets the smallest budget that still lets
+    the client's own timeout (a share of the budget) fire first; ``budget_why`` says why it is enough."""
+    budget_why: str | None = None
 
 
-def _schema(case_id: str, description: str, clause: str, level: Level, sends: str) -> Case:
-    return Case(case_id, "schema", description, clause, level, ("advertised", "hidden"), sends=sends)
+def _schema(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: Any) -> Case:
+    return Case(case_id, "schema", description, clause, level, ("advertised", "hidden"), sends=sends, **extra)
 
 
 def _size(case_id: str, description: str, sends: str, calls: int = 1) -> Case:
     return Case(case_id, "size", description, NO_LIMIT, "unspecified", ("none",), calls=calls, sends=sends)
 
 
-def _transport(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: int) -> Case:
+def _transport(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: Any) -> Case:
     return Case(
         case_id, "transport", description, clause, level, ("none",), sends=sends, transports=("stdio",), **extra
     )
 
 
-def _protocol(case_id: str, description: str, clause: str, level: Level, sends: str) -> Case:
-    return Case(case_id, "protocol", description, clause, level, ("none",), sends=sends)
+def _protocol(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: Any) -> Case:
+    return Case(case_id, "protocol", description, clause, level, ("none",), sends=sends, **extra)
 
 
 CASES: tuple[Case, ...] = (
@@ -212,6 +231,7 @@ CASES: tuple[Case, ...] = (
         "Implementations SHOULD establish timeouts for all sent requests (basic/lifecycle).",
         "SHOULD",
         "the ok result after 2 s",
+        waits=WAITS_LATE,
     ),
     _size("text-9mib", "One text block of 9,437,184 ASCII bytes.", "text of 9 MiB"),
     _size("text-10mib", "One text block of 10,485,760 ASCII bytes.", "text of 10 MiB"),
@@ -270,6 +290,9 @@ CASES: tuple[Case, ...] = (
         NEWLINE,
         "MUST",
         "the first half of the ok frame, then a newline",
+        waits=WAITS_OWN_TIMEOUT,
+        budget_s=TIMEOUT_BUDGET_S,
+        budget_why=TIMEOUT_BUDGET_WHY,
     ),
     _transport(
         "partial-frame-eof",
@@ -287,6 +310,9 @@ CASES: tuple[Case, ...] = (
         TIMEOUTS,
         "SHOULD",
         "nothing for the call (the follow-up is answered)",
+        waits="the call is never answered: the client waits for its own timeout",
+        budget_s=TIMEOUT_BUDGET_S,
+        budget_why=TIMEOUT_BUDGET_WHY,
     ),
     _transport(
         "wrong-id",
@@ -294,6 +320,9 @@ CASES: tuple[Case, ...] = (
         SAME_ID,
         "MUST",
         "the ok result with id + 1000",
+        waits=WAITS_OWN_TIMEOUT,
+        budget_s=TIMEOUT_BUDGET_S,
+        budget_why=TIMEOUT_BUDGET_WHY,
     ),
     _transport("duplicate-response", "The response is sent twice.", SAME_ID, "MUST", "the ok result, twice"),
     _transport(
@@ -317,6 +346,12 @@ CASES: tuple[Case, ...] = (
         NO_LIMIT,
         "unspecified",
         "32 MiB of text, slowly",
+        budget_s=40.0,
+        budget_why=(
+            "The Python SDKs take about 11 s to read the 32 MiB on two cores (raw JSON-RPC 2 s), so the "
+            "family's 20 s (a 12 s client timeout) made the outcome depend on the machine's load; 40 s gives "
+            "the client's own timeout 24 s, and the outcome is about the slowly written frame."
+        ),
     ),
     _transport(
         "cancel-then-followup",
@@ -325,6 +360,7 @@ CASES: tuple[Case, ...] = (
         CANCEL,
         "SHOULD",
         "log/progress ticks until cancelled; no result once cancelled",
+        waits="the call works slowly (a tick every 200 ms for 8 s) until the client cancels it after 1 s",
         cancel_after_ms=1000,
     ),
     _protocol(
@@ -349,7 +385,14 @@ CASES: tuple[Case, ...] = (
         "error {code: -32603, message, data: {retry_after_s, ledger, account_id}}",
     ),
     _protocol(
-        "error-no-message", "A JSON-RPC error object without a message.", ERROR_OBJECT, "MUST", "error {code: -32603}"
+        "error-no-message",
+        "A JSON-RPC error object without a message.",
+        ERROR_OBJECT,
+        "MUST",
+        "error {code: -32603}",
+        waits=WAITS_OWN_TIMEOUT,
+        budget_s=TIMEOUT_BUDGET_S,
+        budget_why=TIMEOUT_BUDGET_WHY,
     ),
     _protocol(
         "unknown-content-type",

@@ -30,6 +30,12 @@ client's own cancellation mechanism.
 
 A case never says what a client should do: where the specification constrains the client, the
 clause is quoted with its level (MUST / SHOULD); otherwise the level is `unspecified`.
+
+Each cell has a time budget: 30 s (schema), 60 s (size), 20 s (transport, protocol), half as
+much again per further call; the client's own request timeout is 60 % of it. The *waits* column
+says why a case's cells mostly wait rather than compute: such cells run beside the CPU-bound ones,
+in slots of their own (`run --wait-jobs`). Where the outcome does not depend on how long the client
+waits, the case has a smaller budget of its own; the section after the tables says why it is enough.
 """
 
 
@@ -38,8 +44,8 @@ def markdown() -> str:
     lines = [INTRO]
     for family in catalog.FAMILIES:
         lines.append(f"\n## Family `{family}`\n")
-        lines.append("| case | what the server does | what it sends | level | clause | calls | transports |")
-        lines.append("| --- | --- | --- | --- | --- | --- | --- |")
+        lines.append("| case | what the server does | what it sends | level | clause | calls | transports | waits |")
+        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for case in catalog.CASES:
             if case.family != family:
                 continue
@@ -51,6 +57,13 @@ def markdown() -> str:
                 case.clause,
                 str(case.calls),
                 ", ".join(case.transports),
+                case.waits or "",
             )
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    own = [case for case in catalog.CASES if case.budget_s is not None]
+    if own:
+        lines.append("\n## Budgets of their own\n")
+        lines.append("| case | budget | why it is enough |")
+        lines.append("| --- | --- | --- |")
+        lines.extend(f"| `{case.id}` | {case.budget_s:g} s | {case.budget_why or ''} |" for case in own)
     return "\n".join(lines) + "\n"

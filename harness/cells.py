@@ -49,8 +49,9 @@ class Cell:
 
     @property
     def budget_s(self) -> float:
-        family = BUDGET_S[self.case.family]
-        return self.budget_scale * (family + (self.case.calls - 1) * family / 2)
+        """The family's budget (half as much again per further call), or the case's own (``Case.budget_s``), scaled."""
+        base = self.case.budget_s or BUDGET_S[self.case.family]
+        return self.budget_scale * (base + (self.case.calls - 1) * base / 2)
 
     @property
     def is_http(self) -> bool:

@@ -35,6 +35,7 @@ from . import (
     report,
     runs,
     store,
+    workers,
 )
 from .errors import UsageError
 from .layout import Layout
@@ -58,6 +59,18 @@ def _positive(kind: Callable[[str], Any], what: str) -> Callable[[str], Any]:
 
 
 _jobs = _positive(int, "a positive whole number")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
+    return value
+
+
 _scale = _positive(float, "a positive number")
 _bytes = _positive(int, "a positive number of bytes")
 
@@ -120,6 +133,13 @@ def _backend_flags(command: argparse.ArgumentParser, *, build: bool = False) -> 
         default=None,
         help="where adapters run: local processes (default) or docker containers",
     )
+    if not build:
+        command.add_argument(
+            "--isolation",
+            choices=workers.ISOLATIONS,
+            default="worker",
+            help="local: a Python adapter's cells are forked from a warm worker (default) or each a fresh process",
+        )
     if build:
         command.add_argument(
             "--base-image",
@@ -168,6 +188,13 @@ def parser() -> argparse.ArgumentParser:
     _selection_flags(run)
     _backend_flags(run)
     _jobs_flag(run)
+    run.add_argument(
+        "--wait-jobs",
+        type=_count,
+        default=None,
+        help="cells that mostly wait (a late or missing answer, a client timeout) run at most this many at once, "
+        f"beside the --jobs others (0: in the --jobs slots; default: {runs.WAIT_JOBS_PER_JOB} x --jobs)",
+    )
     run.add_argument("--shard", type=_shard, default=(1, 1), help="run shard INDEX of COUNT, e.g. 2/8")
     run.add_argument("--budget-scale", type=_scale, default=1.0, help="multiply every cell's time budget (default 1.0)")
     run.add_argument(
@@ -243,6 +270,8 @@ def _backend_factory(layout: Layout, args: argparse.Namespace) -> backends.Facto
     def create(name: str) -> backends.Backend:
         if name == "docker" and hasattr(args, "base_image"):
             return backends.create(name, layout, base_image=args.base_image, ca_bundle=args.ca_bundle)
+        if name == "local" and hasattr(args, "isolation"):
+            return backends.create(name, layout, isolation=args.isolation)
         return backends.create(name, layout)
 
     return create
@@ -285,7 +314,14 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     if args.resume:
         return _exit(runs.resume(layout, args.resume, args.jobs, factory))
     request = runs.Request(
-        _selection(args), _kind(args), args.backend or "local", args.jobs, args.budget_scale, args.run_id
+        _selection(args),
+        _kind(args),
+        args.backend or "local",
+        args.jobs,
+        args.budget_scale,
+        args.run_id,
+        args.isolation,
+        args.wait_jobs,
     )
     return _exit(runs.start(layout, request, factory))
 

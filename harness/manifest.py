@@ -31,6 +31,7 @@ KNOWN_KEYS = {
     "entry",
     "transports",
     "families",
+    "fork_safe",
     "options",
     "variants",
 }
@@ -75,6 +76,10 @@ class Adapter:
     """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
     families: tuple[str, ...] | None = None
     """The fault families the adapter runs, when fewer than all (``None``: every family)."""
+    fork_safe: bool = True
+    """Whether a Python adapter may run in a warm worker (its modules imported once, a forked child
+    per cell: :mod:`harness.workers`); ``false`` in the manifest for a library that is not safe to
+    fork after import, which then runs one process per cell."""
     broken: str | None = None
     """Why the adapter directory cannot be used (its manifest is missing or invalid); ``None`` when it can."""
 
@@ -202,6 +207,13 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
         if not isinstance(families, list) or not families or any(f not in FAMILIES for f in families):
             raise _fail(path, "families", f"expected a non-empty list of {', '.join(FAMILIES)}, got {families!r}")
         families = tuple(families)
+    fork_safe = data.get("fork_safe", True)
+    if not isinstance(fork_safe, bool):
+        raise _fail(path, "fork_safe", f"expected true or false, got {fork_safe!r}")
+    if "fork_safe" in data and runtime != "python":
+        raise _fail(
+            path, "fork_safe", "only python adapters run in a fork worker (node adapters: one process per cell)"
+        )
     declared = _declared_options(path, data.get("options"))
     variants = data.get("variants")
     if not isinstance(variants, dict) or not variants:
@@ -225,6 +237,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
         node=node,
         kind=kind,
         families=families,
+        fork_safe=fork_safe,
     )
 
 

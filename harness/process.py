@@ -63,6 +63,18 @@ def kill_by_marker(marker: str, spare: Collection[int] = ()) -> int:
     return killed
 
 
+def track_group(pgid: int) -> None:
+    """Count ``pgid`` among the running cells' groups (:func:`kill_all_running` kills it), e.g. a
+    worker's forked child."""
+    with _live_lock:
+        _live_groups.add(pgid)
+
+
+def untrack_group(pgid: int) -> None:
+    with _live_lock:
+        _live_groups.discard(pgid)
+
+
 def kill_all_running() -> None:
     """Kill every process group started by :func:`run_bounded` that is still running."""
     with _live_lock:

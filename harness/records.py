@@ -146,6 +146,8 @@ class AdapterMeta(TypedDict, total=False):
     image_id: str
     base_image: str
     node_release: str | None
+    isolation: str
+    """How the adapter's cells ran: ``worker`` (forked from a warm worker), ``process (why)``, ``container``."""
     variants: dict[str, VariantMeta]
 
 
@@ -153,6 +155,8 @@ class RunSettings(TypedDict):
     """The selection and options a run was started with (``--resume`` reuses them)."""
 
     jobs: int
+    wait_jobs: int
+    """How many cells that mostly wait ran at once beside the ``jobs`` others."""
     shard: list[int]
     adapters: list[str]
     backend: str
@@ -162,6 +166,8 @@ class RunSettings(TypedDict):
     kind: str | None
     cells: int
     budget_scale: float
+    isolation: str
+    """``worker`` or ``process`` (local backend, ``--isolation``), ``container`` (docker)."""
 
 
 class RunMeta(TypedDict, total=False):

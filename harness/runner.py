@@ -1,4 +1,4 @@
-"""Running cells: one bounded adapter process per cell, in parallel, recorded as they finish.
+"""Running cells: one bounded adapter run per cell, in parallel, recorded as they finish.
 
 A cell's record holds facts only (how the process ended, the validated observation, the server's
 journal); the outcome is derived later by :mod:`harness.classify`. A failure of one cell (an
@@ -9,8 +9,11 @@ never stops the others.
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -104,41 +107,102 @@ class Interrupted(Exception):
     """The run was stopped by SIGINT or SIGTERM; finished cells are recorded."""
 
 
+STARTUP_S = 2.0
+"""How long a fresh adapter process (not forked from a warm worker) counts as CPU work: its
+runtime's start and its client's imports (a Python SDK about 1 s, Node 0.5 s, on two cores)."""
+
+
+def waits(cell: Cell) -> bool:
+    """Whether the cell spends its time waiting rather than computing (its case says why: ``Case.waits``)."""
+    return cell.case.waits is not None
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """A running cell: a waiting one or not, and until when it counts against the CPU slots."""
+
+    waiting: bool
+    cpu_until: float
+    """``time.monotonic()`` until which it is CPU work: forever for a CPU-bound cell, its start-up
+    for a waiting cell that is a fresh process, nothing for a forked waiting one."""
+
+    def uses_cpu(self, now: float) -> bool:
+        return now < self.cpu_until
+
+
 def run_all(
     backend: Backend,
     store: RunStore,
     cells: list[Cell],
     *,
     jobs: int,
+    wait_jobs: int,
     broken: dict[str, str],
     on_record: Callable[[CellRecord], None],
 ) -> None:
-    """Run ``cells`` with ``jobs`` workers, appending each record to ``store`` as it finishes.
+    """Run ``cells``, appending each record to ``store`` as it finishes.
 
-    Cells of adapters in ``broken`` (name -> why, the harness error) are recorded without running.
-    On SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
+    At most ``jobs`` cells do CPU work at once. Beside them run at most ``wait_jobs`` cells that
+    mostly wait (:func:`waits`), first (they are the long ones), so that a cell waiting for a late
+    answer or a timeout never holds a CPU slot; one that is a fresh process rather than forked from
+    a warm worker holds a CPU slot for its start-up (:data:`STARTUP_S`) before it waits.
+    ``wait_jobs`` 0: every cell takes a CPU slot for its whole run, in the given order. Cells of
+    adapters in ``broken`` (name -> why, the harness error) are recorded without running. On
+    SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
     """
-    with process.interruptible(backend.kill_all) as stop, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        pending: set[Future[CellRecord]] = set()
-        queue = list(reversed(cells))
-        while queue or pending:
-            while queue and len(pending) < jobs and not stop.is_set():
-                cell = queue.pop()
-                if cell.adapter.name in broken:
-                    record = unrunnable_record(cell, broken[cell.adapter.name])
-                    store.append(record)
-                    on_record(record)
-                    continue
-                pending.add(pool.submit(run_cell, backend, store, cell))
+    queues = {
+        True: [cell for cell in reversed(cells) if wait_jobs > 0 and waits(cell)],
+        False: [cell for cell in reversed(cells) if not (wait_jobs > 0 and waits(cell))],
+    }
+    forked = {cell.adapter.name: backend.isolation_of(cell.adapter) == "worker" for cell in cells}
+    limits = {True: wait_jobs, False: max(1, jobs)}
+    with (
+        process.interruptible(backend.kill_all) as stop,
+        ThreadPoolExecutor(max_workers=sum(limits.values())) as pool,
+    ):
+        pending: dict[Future[CellRecord], _Slot] = {}
+
+        def admit(waiting: bool) -> Cell | None:
+            """The next cell of a queue when a slot is free for it now, else None."""
+            queue = queues[waiting]
+            if not queue or stop.is_set():
+                return None
+            now = time.monotonic()
+            cpu_busy = sum(1 for slot in pending.values() if slot.uses_cpu(now))
+            if waiting:
+                full = sum(1 for slot in pending.values() if slot.waiting) >= limits[True]
+                needs_cpu = not forked[queue[-1].adapter.name]
+                if full or (needs_cpu and cpu_busy >= limits[False]):
+                    return None
+            elif cpu_busy >= limits[False]:
+                return None
+            return queue.pop()
+
+        while queues[True] or queues[False] or pending:
+            for waiting in (True, False):
+                while (cell := admit(waiting)) is not None:
+                    if cell.adapter.name in broken:
+                        record = unrunnable_record(cell, broken[cell.adapter.name])
+                        store.append(record)
+                        on_record(record)
+                        continue
+                    now = time.monotonic()
+                    if not waiting:
+                        until = math.inf
+                    else:
+                        until = now if forked[cell.adapter.name] else now + STARTUP_S
+                    pending[pool.submit(run_cell, backend, store, cell)] = _Slot(waiting, until)
             if stop.is_set():
                 backend.kill_all()
                 for future in pending:
                     future.cancel()
-                raise Interrupted(f"interrupted; {len(queue) + len(pending)} cells not recorded")
+                left = len(queues[True]) + len(queues[False]) + len(pending)
+                raise Interrupted(f"interrupted; {left} cells not recorded")
             if not pending:
                 continue
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             for future in done:
+                del pending[future]
                 record = future.result()
                 if stop.is_set():  # killed by the interruption, not by its own fault
                     continue

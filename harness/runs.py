@@ -23,6 +23,15 @@ from .manifest import Adapter
 from .progress import Progress
 from .records import CellRecord, RunMeta, RunSettings
 
+WAIT_JOBS_PER_JOB = 4
+"""Waiting cells run beside the CPU-bound ones, by default four per ``--jobs`` slot."""
+
+
+def wait_jobs(request: Request) -> int:
+    """How many cells that mostly wait (``runner.waits``) run beside the CPU-bound ones:
+    ``--wait-jobs``, else 4 x ``--jobs``."""
+    return WAIT_JOBS_PER_JOB * request.jobs if request.wait_jobs is None else request.wait_jobs
+
 
 @dataclass(frozen=True)
 class Request:
@@ -34,6 +43,10 @@ class Request:
     jobs: int = 1
     budget_scale: float = 1.0
     run_id: str | None = None
+    isolation: str = "worker"
+    wait_jobs: int | None = None
+    """Cells that mostly wait run at most this many at once beside the ``jobs`` others (0: in the
+    ``jobs`` slots like any cell); None: :func:`wait_jobs`."""
 
 
 @dataclass
@@ -139,6 +152,7 @@ def _settings(request: Request, backend: str, count: int) -> RunSettings:
     selection = request.selection
     return {
         "jobs": request.jobs,
+        "wait_jobs": wait_jobs(request),
         "shard": list(selection.shard),
         "adapters": list(selection.adapters),
         "backend": backend,
@@ -148,6 +162,7 @@ def _settings(request: Request, backend: str, count: int) -> RunSettings:
         "kind": request.kind,
         "cells": count,
         "budget_scale": request.budget_scale,
+        "isolation": request.isolation if backend == "local" else "container",
     }
 
 
@@ -219,13 +234,24 @@ def _execute(
 
     outcome = Outcome(run, broken)
     try:
-        runner.run_all(backend, run, todo, jobs=request.jobs, broken=broken, on_record=on_record)
+        runner.run_all(
+            backend,
+            run,
+            todo,
+            jobs=request.jobs,
+            wait_jobs=wait_jobs(request),
+            broken=broken,
+            on_record=on_record,
+        )
     except runner.Interrupted as exc:
         progress.close()
         print(f"{exc}; finish with: python -m harness run --resume {run.run_id}", file=sys.stderr)
         outcome.interrupted = True
         return outcome
     progress.close()
+    for adapter in adapters:  # a worker that refused to start is known only now
+        if adapter.name in run_meta["adapters"] and not adapter.broken:
+            run_meta["adapters"][adapter.name]["isolation"] = backend.isolation_of(adapter)
     run_meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     run.write_meta(run_meta)
     for name, why in sorted(broken.items()):

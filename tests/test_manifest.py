@@ -62,6 +62,18 @@ def test_repository_manifests_are_valid():
         (GOOD.replace('transports = ["stdio"]', 'transports = ["carrier-pigeon"]'), "transports", "unknown transport"),
         (GOOD.replace("list_tools = false", 'list_tools = "no"'), "variants.call-only.list_tools", "expected bool"),
         (
+            GOOD.replace('entry = "adapter.py"', 'entry = "adapter.py"\nfork_safe = "no"'),
+            "fork_safe",
+            "expected true or false",
+        ),
+        (
+            GOOD.replace('runtime = "python"', 'runtime = "node"').replace(
+                'entry = "adapter.py"', 'entry = "adapter.py"\nfork_safe = false'
+            ),
+            "fork_safe",
+            "only python adapters",
+        ),
+        (
             GOOD.replace("list_tools = false", "max_buffer_bytes = 1.5"),
             "variants.call-only.max_buffer_bytes",
             "expected int",

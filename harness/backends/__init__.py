@@ -51,7 +51,12 @@ class Backend(Protocol):
         ...
 
     def describe(self, adapters: list[Adapter]) -> dict[str, Any]:
-        """Run metadata: ``backend`` and, per adapter, its runtime and package versions (and image)."""
+        """Run metadata: ``backend`` and, per adapter, its runtime and package versions (and image)
+        and its isolation (:meth:`isolation_of`)."""
+        ...
+
+    def isolation_of(self, adapter: Adapter) -> str:
+        """How the adapter's cells run: ``worker``, ``process (why)``, ``container``."""
         ...
 
     def close(self) -> None:
@@ -68,9 +73,10 @@ def create(name: str, layout: Layout, **options: Any) -> Backend:
     if name == "local":
         from .local import LocalBackend
 
-        if options:
-            raise ValueError(f"the local backend takes no options (got {', '.join(sorted(options))})")
-        return LocalBackend(layout)
+        unknown = sorted(set(options) - {"isolation"})
+        if unknown:
+            raise ValueError(f"the local backend takes only isolation (got {', '.join(unknown)})")
+        return LocalBackend(layout, **options)
     if name == "docker":
         from .docker import DockerBackend
 

@@ -214,8 +214,12 @@ class DockerBackend:
                 "image_id": image.id,
                 "base_image": image.base_image,
                 "node_release": adapter.node,
+                "isolation": self.isolation_of(adapter),
             }
         return {"backend": self.name, "adapters": described}
+
+    def isolation_of(self, adapter: Adapter) -> str:
+        return "container"
 
     def close(self) -> None:
         left = self.client.containers.list(all=True, filters={"label": f"{images.LABEL}.owner={self.owner}"})

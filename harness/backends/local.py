@@ -3,6 +3,10 @@
 Python adapters run on their venv (``.envs/<name>``), Node adapters on the host's ``node`` with
 their ``node_modules`` (:mod:`harness.environments`); HTTP cells get a reference server on
 127.0.0.1 started by the harness.
+
+Isolation ``worker`` (the default): a Python adapter's cells are forked children of its warm
+worker (:mod:`harness.workers`), unless its manifest says ``fork_safe = false`` or its worker
+refused to start; everything else, and every cell under ``process``, is a fresh process.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .. import environments, process
+from .. import environments, process, workers
 from ..cells import Cell
 from ..layout import CellFiles, Layout
 from ..manifest import Adapter
@@ -24,8 +28,32 @@ from .reference import READY_S, parse_url_line
 class LocalBackend:
     name = "local"
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, isolation: str = "worker") -> None:
+        if isolation not in workers.ISOLATIONS:
+            raise ValueError(f"isolation {isolation!r}: expected one of {', '.join(workers.ISOLATIONS)}")
         self.layout = layout
+        self.isolation = isolation
+        self._workers = workers.WorkerPool()
+
+    def _worker(self, adapter: Adapter) -> workers.Worker | None:
+        """The adapter's warm worker, or None when its cells run as processes (and why is recorded)."""
+        if self.isolation != "worker" or adapter.runtime != "python" or not adapter.fork_safe:
+            return None
+        log = self.layout.envs / f"{adapter.name}.worker.log"
+        command = environments.worker_command(self.layout, adapter)
+        env = environments.process_env(self.layout)
+        return self._workers.get(adapter.name, command, cwd=adapter.directory, env=env, log=log)
+
+    def isolation_of(self, adapter: Adapter) -> str:
+        """How the adapter's cells run: ``worker``, or ``process`` with the reason."""
+        if self.isolation != "worker":
+            return "process (--isolation process)"
+        if adapter.runtime != "python":
+            return "process (node: no fork; docs/architecture.md, Isolation)"
+        if not adapter.fork_safe:
+            return "process (fork_safe = false in adapter.toml)"
+        refused = self._workers.refused.get(adapter.name)
+        return f"process (worker refused: {refused})" if refused else "worker"
 
     def prepare(self, adapter: Adapter) -> bool:
         return environments.prepare(self.layout, adapter)
@@ -55,8 +83,23 @@ class LocalBackend:
             files.cell.write_text(
                 json.dumps(cell.to_file(self.layout.server, files.journal, url, python=sys.executable), indent=2)
             )
+            command = environments.command(self.layout, cell.adapter, files.cell, files.raw_observation)
+            worker = self._worker(cell.adapter)
+            if worker is not None:
+                try:
+                    return worker.run(
+                        command[1:],
+                        cwd=cell.adapter.directory,
+                        stdout=files.stdout,
+                        stderr=files.stderr,
+                        timeout_s=cell.budget_s,
+                        marker=str(files.directory),
+                        spare=spare,
+                    )
+                except workers.NotForked:
+                    pass  # the worker is gone and nothing ran: this cell runs as a process
             return process.run_bounded(
-                environments.command(self.layout, cell.adapter, files.cell, files.raw_observation),
+                command,
                 cwd=cell.adapter.directory,
                 env=environments.process_env(self.layout),
                 timeout_s=cell.budget_s,
@@ -76,10 +119,11 @@ class LocalBackend:
                 adapter.name: {
                     "runtime_version": environments.runtime_version(adapter.runtime),
                     "package_version": environments.installed_version(self.layout, adapter),
+                    "isolation": self.isolation_of(adapter),
                 }
                 for adapter in adapters
             },
         }
 
     def close(self) -> None:
-        return None
+        self._workers.close()

@@ -1,0 +1,101 @@
+"""The runner's slots: cells that mostly wait run beside the CPU-bound ones, never in their slots.
+
+A stand-in backend records when each cell ran (the scheduling is the runner's, whatever runs the
+cells); end-to-end runs of real clients in both isolations are ``nox -s isolation-parity``'s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from harness import cells, manifest, runner
+from harness.layout import CellFiles, Layout
+from harness.process import Finished
+from harness.store import RunStore
+
+from .conftest import REPO
+
+
+class Recorder:
+    """A backend whose cells sleep (waiting ones longer) and that records what ran at once."""
+
+    name = "local"
+
+    def __init__(self, layout: Layout, isolation: str) -> None:
+        self.layout = layout
+        self.isolation = isolation
+        self.lock = threading.Lock()
+        self.running: dict[str, bool] = {}
+        self.peaks = {True: 0, False: 0}
+        self.started: list[str] = []
+        self.spans: list[tuple[float, float, bool]] = []  # (start, end, waiting) of every cell
+
+    def isolation_of(self, adapter: manifest.Adapter) -> str:
+        return self.isolation
+
+    def run(self, cell: cells.Cell, files: CellFiles) -> Finished:
+        waiting = cell.case.waits is not None
+        with self.lock:
+            self.started.append(cell.case.id)
+            self.running[cell.key] = waiting
+            for kind in (True, False):
+                self.peaks[kind] = max(self.peaks[kind], sum(1 for w in self.running.values() if w is kind))
+        began = time.monotonic()
+        time.sleep(0.6 if waiting else 0.05)
+        with self.lock:
+            del self.running[cell.key]
+            self.spans.append((began, time.monotonic(), waiting))
+        return Finished(exit_code=1, timed_out=False, wall_ms=1.0, stragglers_killed=0)
+
+    def kill_all(self) -> None:
+        return None
+
+
+def _cells() -> list[cells.Cell]:
+    adapters = [a for a in manifest.discover(REPO / "clients") if a.name == "raw-jsonrpc"]
+    cases = ("ok", "type-swap", "no-response", "wrong-id", "malformed-frame", "latency")
+    selection = cells.Selection(cases=cases, transports=("stdio",))
+    return cells.build(adapters, selection)
+
+
+def _run(tmp_path: Path, isolation: str, wait_jobs: int) -> tuple[Recorder, float, int]:
+    backend = Recorder(Layout(REPO), isolation)
+    store = RunStore(tmp_path / isolation)
+    store.create()
+    selected = _cells()
+    started = time.monotonic()
+    runner.run_all(backend, store, selected, jobs=1, wait_jobs=wait_jobs, broken={}, on_record=lambda _: None)  # type: ignore[arg-type]
+    return backend, time.monotonic() - started, len(list(store.records()))
+
+
+def test_waiting_cells_of_forked_adapters_run_beside_the_cpu_slots(tmp_path):
+    selected = _cells()
+    waiting = [cell for cell in selected if cell.case.waits is not None]
+    assert len(waiting) >= 4 and len(selected) - len(waiting) >= 4
+    backend, seconds, recorded = _run(tmp_path, "worker", wait_jobs=8)
+    assert recorded == len(selected)
+    assert backend.peaks[False] == 1, "never more CPU-bound cells at once than --jobs"
+    assert backend.peaks[True] == len(waiting), "the waiting cells ran at once, beside them"
+    assert set(backend.started[: len(waiting)]) == {cell.case.id for cell in waiting}, "waiting cells start first"
+    assert seconds < 0.6 * len(waiting) / 2
+
+
+def test_a_fresh_process_holds_a_cpu_slot_for_its_start_up(tmp_path, monkeypatch):
+    """A waiting cell that is a fresh process (not forked) does CPU work while it starts: no other
+    cell's CPU work overlaps its first STARTUP_S; then it waits beside the CPU-bound cells."""
+    monkeypatch.setattr(runner, "STARTUP_S", 0.2)
+    backend, _, recorded = _run(tmp_path, "process (--isolation process)", wait_jobs=8)
+    assert recorded == len(_cells())
+    cpu = sorted((start, end if not waiting else start + 0.2) for start, end, waiting in backend.spans)
+    for (_, end), (start, _) in zip(cpu, cpu[1:], strict=False):
+        assert start >= end - 0.02, "with --jobs 1, one cell's CPU work at a time"
+    assert backend.peaks[True] > 1, "after their start-up the waiting cells wait side by side"
+
+
+def test_wait_jobs_0_runs_every_cell_in_the_cpu_slots(tmp_path):
+    backend, _, recorded = _run(tmp_path, "worker", wait_jobs=0)
+    assert recorded == len(_cells())
+    assert backend.peaks[True] + backend.peaks[False] <= 2 and max(backend.peaks.values()) == 1
+    assert backend.started == [cell.case.id for cell in _cells()], "in the order given"
