@@ -11,7 +11,15 @@ Three measurements in one run, on the machine at hand:
 3. **Baseline**: sample cells (stdio) run sequentially twice, once as the bare adapter command
    (``subprocess.run``, nothing else) and once through ``runner.run_cell`` (process group, budget,
    straggler scan, validation, elision, journal parsing); the ratio is the harness's own cost.
-4. **Environments** (``--environments``): every adapter's local environment built from nothing
+4. **Isolation** (``--isolation``): the same cells run forked from warm workers (the default) and
+   as one process per cell (``--isolation process``), back to back, each timed end to end with the
+   harness process's peak resident memory; the two runs compared cell by cell (``harness.diff``).
+   Two selections: the SDK columns' schema family (every transport) and the Python framework
+   columns' schema family (their default variants).
+5. **Naive runner** (``--naive``): a sequential one-process-per-cell loop, the few lines anyone would
+   write first (:func:`naive_run`), against the harness on the same stdio schema and size cells of
+   the raw, Python SDK 2.x and 1.x and TypeScript SDK columns.
+6. **Environments** (``--environments``): every adapter's local environment built from nothing
    into a scratch checkout with empty package caches, twice: the baseline as before (``venv`` +
    ``pip``, one adapter after another: ``MCPCM_INSTALLER=pip prepare --jobs 1``) and as now (``uv``,
    ``--jobs`` at once); then the same build again (warm: nothing to do), and whether both builds
@@ -255,18 +263,127 @@ def backends(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     return measured
 
 
+def _harness_run(command: list[str]) -> tuple[float, float]:
+    """Run ``python -m harness ...``; its wall time in seconds and the peak resident memory of the
+    harness process itself in MiB (``VmHWM``, read while it runs: ``/usr/bin/time -v`` would report
+    the largest of the adapter processes it waited for instead)."""
+    started = time.monotonic()
+    child = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
+    peak_kib = 0
+    while child.poll() is None:
+        try:
+            for line in Path(f"/proc/{child.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak_kib = max(peak_kib, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.2)
+    if child.returncode not in (0, 3):
+        raise SystemExit(f"{' '.join(command)} exited {child.returncode}")
+    return round(time.monotonic() - started, 1), round(peak_kib / 1024, 1)
+
+
+def _run_command(run_id: str, jobs: int, *selection: str) -> list[str]:
+    return [sys.executable, "-m", "harness", "run", "--run-id", run_id, "--jobs", str(jobs), *selection]
+
+
+ISOLATION_SELECTIONS = {
+    "sdk-schema": ["--kind", "sdk", "--family", "schema"],
+    "python-frameworks-schema": [
+        *(arg for name in ("pydantic-ai", "openai-agents", "langchain-py", "fastmcp", "llama-index", "smolagents",
+                           "strands", "google-adk") for arg in ("--adapter", f"{name}/default")),
+        "--family", "schema",
+    ],
+}  # fmt: skip
+
+
+def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
+    """The same cells forked from warm workers and as one process per cell: times, memory, differences."""
+    from harness import diff
+
+    measured: dict = {}
+    for name, selection in ISOLATION_SELECTIONS.items():
+        entry: dict = {}
+        for mode in ("worker", "process"):
+            run_id = f"bench-{name}-{mode}-{stamp}"
+            seconds, peak = _harness_run(_run_command(run_id, args.jobs, *selection, "--isolation", mode))
+            cells_run = len(list(store.RunStore(layout.results / run_id).records()))
+            entry[mode] = {"run": run_id, "cells": cells_run, "seconds": seconds, "harness_peak_mib": peak}
+        found = diff.compare_runs(*(store.RunStore(layout.results / entry[m]["run"]) for m in ("worker", "process")))
+        entry["differing_cells"] = len(found.differing)
+        entry["shared_cells"] = found.shared
+        entry["worker_over_process"] = round(entry["worker"]["seconds"] / entry["process"]["seconds"], 3)
+        measured[name] = entry
+    return measured
+
+
+NAIVE_COLUMNS = ("raw-jsonrpc", "python-mcp", "python-mcp-v1", "ts-sdk/call-only", "ts-sdk/list-first")
+
+
+def naive_run(layout: Layout, selected: list[cells.Cell], scratch: Path) -> float:
+    """The baseline anyone would write first: for each cell, write its cell file, run the adapter
+    as a fresh process with a timeout, one after another. Returns the seconds it took."""
+    started = time.monotonic()
+    for index, cell in enumerate(selected):
+        directory = scratch / str(index)
+        directory.mkdir()
+        files = CellFiles(directory)
+        files.cell.write_text(json.dumps(cell.to_file(layout.server, files.journal, python=sys.executable)))
+        command = environments.command(layout, cell.adapter, files.cell, files.raw_observation)
+        try:
+            subprocess.run(
+                command,
+                cwd=cell.adapter.directory,
+                env=environments.process_env(layout),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=cell.budget_s,
+            )
+        except subprocess.TimeoutExpired:
+            pass
+    return time.monotonic() - started
+
+
+def naive(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
+    """The harness against :func:`naive_run` on the same stdio schema and size cells."""
+    selection = [arg for name in NAIVE_COLUMNS for arg in ("--adapter", name)]
+    selection += ["--family", "schema", "--family", "size", "--transport", "stdio"]
+    adapters = [a for a in manifest.discover(layout.clients) if a.name in {n.split("/")[0] for n in NAIVE_COLUMNS}]
+    chosen = cells.Selection(adapters=NAIVE_COLUMNS, families=("schema", "size"), transports=("stdio",))
+    selected = cells.build(adapters, chosen)
+    with tempfile.TemporaryDirectory(prefix="bench-naive-") as scratch:
+        naive_s = naive_run(layout, selected, Path(scratch))
+    run_id = f"bench-naive-harness-{stamp}"
+    seconds, peak = _harness_run(_run_command(run_id, args.jobs, *selection))
+    return {
+        "cells": len(selected),
+        "naive_seconds": round(naive_s, 1),
+        "harness_seconds": seconds,
+        "harness_run": run_id,
+        "harness_peak_mib": peak,
+        "harness_over_naive": round(seconds / naive_s, 3),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--adapter", action="append", default=[])
     parser.add_argument("--family", action="append", default=[])
     parser.add_argument("--jobs", type=int, default=cpu_count())
     parser.add_argument("--repeat", type=int, default=3, help="baseline repetitions")
-    parser.add_argument("--skip-matrix", action="store_true", help="only the baseline")
+    parser.add_argument("--skip-matrix", action="store_true", help="no full matrix run")
+    parser.add_argument("--skip-baseline", action="store_true", help="no bare-command baseline")
     parser.add_argument(
         "--backends",
         action="store_true",
         help="also time the sample cells on the local and the docker backend (needs Docker and images)",
     )
+    parser.add_argument(
+        "--isolation",
+        action="store_true",
+        help="also time the same cells forked from warm workers and as one process per cell",
+    )
+    parser.add_argument("--naive", action="store_true", help="also time a naive sequential one-process-per-cell runner")
     parser.add_argument(
         "--environments",
         action="store_true",
@@ -291,12 +408,17 @@ def main() -> int:
             "processor": platform.processor() or platform.machine(),
             "python": platform.python_version(),
         },
-        "baseline": baseline(layout, args, f"bench-baseline-{stamp}"),
     }
+    if not args.skip_baseline:
+        summary["baseline"] = baseline(layout, args, f"bench-baseline-{stamp}")
     if args.environments:
         summary["environments"] = environment_builds(args.jobs)
     if args.backends:
         summary["backends"] = backends(layout, args, stamp)
+    if args.isolation:
+        summary["isolation"] = isolation(layout, args, stamp)
+    if args.naive:
+        summary["naive"] = naive(layout, args, stamp)
     if not args.skip_matrix:
         summary["matrix"] = matrix(layout, args, f"bench-{stamp}")
     print(json.dumps(summary, indent=2))
