@@ -37,8 +37,24 @@ def canonical_json(value: Any) -> str:
     return json.dumps(_without_nulls(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+CHUNK_CHARS = 1 << 20
+"""Long strings are encoded for their hash and byte length a megabyte of characters at a time, so
+that eliding a 64 MiB string does not make a second 64 MiB copy of it."""
+
+
+def _utf8_digest(text: str) -> tuple[int, str]:
+    """The UTF-8 length and SHA-256 of ``text`` (lone surrogates passed through), chunk by chunk."""
+    digest = hashlib.sha256()
+    size = 0
+    for start in range(0, len(text), CHUNK_CHARS):
+        chunk = text[start : start + CHUNK_CHARS].encode("utf-8", "surrogatepass")
+        digest.update(chunk)
+        size += len(chunk)
+    return size, digest.hexdigest()
+
+
 def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return _utf8_digest(text)[1]
 
 
 def elide(value: Any) -> Any:
@@ -46,11 +62,12 @@ def elide(value: Any) -> Any:
     if isinstance(value, str):
         if len(value) <= MAX_STRING:
             return value
+        size, sha256 = _utf8_digest(value)
         return {
             "$elided": "string",
             "length": len(value),
-            "utf8_bytes": len(value.encode("utf-8", "surrogatepass")),
-            "sha256": _sha256(value),
+            "utf8_bytes": size,
+            "sha256": sha256,
             "head": value[:HEAD_CHARS],
         }
     if isinstance(value, list):
