@@ -287,14 +287,22 @@ def _run_command(run_id: str, jobs: int, *selection: str) -> list[str]:
     return [sys.executable, "-m", "harness", "run", "--run-id", run_id, "--jobs", str(jobs), *selection]
 
 
-ISOLATION_SELECTIONS = {
-    "sdk-schema": ["--kind", "sdk", "--family", "schema"],
-    "python-frameworks-schema": [
-        *(arg for name in ("pydantic-ai", "openai-agents", "langchain-py", "fastmcp", "llama-index", "smolagents",
-                           "strands", "google-adk") for arg in ("--adapter", f"{name}/default")),
-        "--family", "schema",
-    ],
-}  # fmt: skip
+def isolation_selections(layout: Layout) -> dict[str, list[str]]:
+    """The benchmark's two selections: the SDK columns' schema family, and the Python framework
+    columns' schema family (each framework's first variant, its default)."""
+    frameworks = [
+        adapter.column(adapter.variants[0])
+        for adapter in manifest.discover(layout.clients)
+        if not adapter.broken and adapter.kind == "framework" and adapter.runtime == "python"
+    ]
+    return {
+        "sdk-schema": ["--kind", "sdk", "--family", "schema"],
+        "python-frameworks-schema": [
+            *(arg for column in frameworks for arg in ("--adapter", column)),
+            "--family",
+            "schema",
+        ],
+    }
 
 
 def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
@@ -302,7 +310,9 @@ def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     from harness import diff
 
     measured: dict = {}
-    for name, selection in ISOLATION_SELECTIONS.items():
+    for name, selection in isolation_selections(layout).items():
+        if args.isolation_selection and name not in args.isolation_selection:
+            continue
         entry: dict = {}
         for mode in ("worker", "process"):
             run_id = f"bench-{name}-{mode}-{stamp}"
