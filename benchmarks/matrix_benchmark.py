@@ -393,6 +393,13 @@ def main() -> int:
         action="store_true",
         help="also time the same cells forked from warm workers and as one process per cell",
     )
+    parser.add_argument(
+        "--isolation-selection",
+        action="append",
+        default=[],
+        choices=("sdk-schema", "python-frameworks-schema"),
+        help="with --isolation: only this selection (repeatable; default both)",
+    )
     parser.add_argument("--naive", action="store_true", help="also time a naive sequential one-process-per-cell runner")
     parser.add_argument(
         "--environments",
