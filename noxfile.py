@@ -4,7 +4,7 @@ checks the reference server with the conformance suite and renders the report.
 - ``prepare``: a venv per Python adapter (uv), ``npm ci`` per Node adapter, in parallel (cached).
 - ``matrix``:  run every cell into ``results/<run-id>/`` (arguments after ``--`` go to
   ``python -m harness run``, e.g. ``nox -s matrix -- --adapter ts-sdk --family size``).
-- ``probe``:   bisect the largest stdio frame each column accepts (``boundary.json`` of the run).
+- ``probe``:   find the largest stdio frame each column accepts (``boundary.json`` of the run).
 - ``report``:  render ``reports/`` from the latest run.
 - ``tests``:   the test suite (``nox -s tests -- -m slow`` for the slow end-to-end tests only).
 - ``lint``:    ruff check and ruff format --check (``nox -s lint -- --fix`` to fix what can be fixed).
@@ -78,7 +78,7 @@ def matrix(session: nox.Session) -> None:
 
 @nox.session
 def probe(session: nox.Session) -> None:
-    """Bisect the largest stdio frame each column accepts, into the latest run (boundary.json)."""
+    """Find the largest stdio frame each column accepts, into the latest run (boundary.json)."""
     _harness(session, "probe")
 
 

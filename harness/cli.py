@@ -213,7 +213,7 @@ def parser() -> argparse.ArgumentParser:
         help="finish an interrupted run (default: the latest) with its original selection",
     )
 
-    probe = sub.add_parser("probe", help="bisect the largest stdio frame each column accepts, into a run")
+    probe = sub.add_parser("probe", help="find the largest stdio frame each column accepts, into a run")
     probe.add_argument("--adapter", action="append", default=[], help="adapter; repeatable (default: all)")
     probe.add_argument(
         "--kind", action="append", default=[], choices=boundary.KINDS, help="payload kind; repeatable (default: all)"

@@ -271,7 +271,7 @@ def probe(
     backend_for: backends.Factory,
     backend_name: str | None = None,
 ) -> Outcome:
-    """Bisect the largest stdio frame each selected column accepts, into the run's ``boundary.json``."""
+    """Find the largest stdio frame each selected column accepts, into the run's ``boundary.json``."""
     run = store.open_run(layout.results, run_id)
     run_meta = run.read_meta()
     adapters = select_adapters(layout, names)
