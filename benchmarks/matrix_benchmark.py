@@ -186,7 +186,7 @@ def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
     run = store.RunStore(layout.results / run_id)
     run.create()
     bare, harnessed = [], []
-    backend = LocalBackend(layout)
+    backend = LocalBackend(layout, isolation="process")  # the bare side starts a process per cell too
     env = environments.process_env(layout)
     for _ in range(args.repeat):
         for cell in sample:
@@ -206,6 +206,7 @@ def baseline(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
             started = time.monotonic()
             runner.run_cell(backend, run, cell)
             harnessed.append(time.monotonic() - started)
+    backend.close()
     total_bare, total_harness = sum(bare), sum(harnessed)
     return {
         "sample_cells": len(sample),
