@@ -45,13 +45,15 @@ ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_DIFFERS, EXIT_USAGE, EXIT_BROKEN_COLUMNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def _positive(kind: Callable[[str], Any], what: str) -> Callable[[str], Any]:
+def _positive(kind: Callable[[str], Any], what: str, *, zero: bool = False) -> Callable[[str], Any]:
+    """A flag's parser: ``kind`` of the text, above 0 (or at least 0 with ``zero``), else ``what`` it expects."""
+
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r}: expected {what}") from None
-        if value <= 0:
+        if value < 0 or (value == 0 and not zero):
             raise argparse.ArgumentTypeError(f"{text!r}: expected {what}")
         return value
 
@@ -59,18 +61,7 @@ def _positive(kind: Callable[[str], Any], what: str) -> Callable[[str], Any]:
 
 
 _jobs = _positive(int, "a positive whole number")
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
-    return value
-
-
+_count = _positive(int, "a whole number >= 0", zero=True)
 _scale = _positive(float, "a positive number")
 _bytes = _positive(int, "a positive number of bytes")
 

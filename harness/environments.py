@@ -101,15 +101,19 @@ def _python_commands(target: Path, requirements: Path) -> list[list[str]]:
 
 
 _compile_lock = threading.Lock()
+_compiled: set[Path] = set()
 
 
 def compile_shared(layout: Layout) -> None:
     """Byte-compile the reference server and the adapters' support modules (every cell imports them;
-    where ``PYTHONDONTWRITEBYTECODE`` is set nothing else would write their ``.pyc``). Quick when
-    they are up to date."""
+    where ``PYTHONDONTWRITEBYTECODE`` is set nothing else would write their ``.pyc``), once per
+    checkout and process, however many adapters are prepared."""
     with _compile_lock:
+        if layout.root in _compiled:
+            return
         for directory in (layout.server, layout.support):
             compileall.compile_dir(str(directory), maxlevels=0, quiet=1)
+        _compiled.add(layout.root)
 
 
 def is_ready(layout: Layout, adapter: Adapter) -> bool:

@@ -32,7 +32,8 @@ class Finished:
     stragglers_killed: int
 
 
-def _kill_group(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
+    """SIGKILL the process group ``pgid``; nothing when it is already gone."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -80,7 +81,7 @@ def kill_all_running() -> None:
     with _live_lock:
         groups = list(_live_groups)
     for pgid in groups:
-        _kill_group(pgid)
+        kill_group(pgid)
 
 
 @contextmanager
@@ -135,7 +136,7 @@ def run_bounded(
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             process.wait()
             with _live_lock:
                 _live_groups.discard(process.pid)
@@ -183,7 +184,7 @@ def stop_service(service: subprocess.Popen[bytes], grace_s: float = 2.0) -> None
         service.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         pass
-    _kill_group(service.pid)
+    kill_group(service.pid)
     service.wait()
     if service.stdout is not None:
         service.stdout.close()

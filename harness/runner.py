@@ -150,17 +150,19 @@ def run_all(
     adapters in ``broken`` (name -> why, the harness error) are recorded without running. On
     SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
     """
-    queues = {
-        True: [cell for cell in reversed(cells) if wait_jobs > 0 and waits(cell)],
-        False: [cell for cell in reversed(cells) if not (wait_jobs > 0 and waits(cell))],
-    }
-    forked = {cell.adapter.name: backend.isolation_of(cell.adapter) == "worker" for cell in cells}
+    queues: dict[bool, list[Cell]] = {True: [], False: []}
+    for queued in reversed(cells):
+        queues[wait_jobs > 0 and waits(queued)].append(queued)
     limits = {True: wait_jobs, False: max(1, jobs)}
     with (
         process.interruptible(backend.kill_all) as stop,
         ThreadPoolExecutor(max_workers=sum(limits.values())) as pool,
     ):
         pending: dict[Future[CellRecord], _Slot] = {}
+
+        def forked(cell: Cell) -> bool:
+            """Asked when the cell starts: a worker that refused to start is known only then."""
+            return backend.isolation_of(cell.adapter) == "worker"
 
         def admit(waiting: bool) -> Cell | None:
             """The next cell of a queue when a slot is free for it now, else None."""
@@ -171,7 +173,7 @@ def run_all(
             cpu_busy = sum(1 for slot in pending.values() if slot.uses_cpu(now))
             if waiting:
                 full = sum(1 for slot in pending.values() if slot.waiting) >= limits[True]
-                needs_cpu = not forked[queue[-1].adapter.name]
+                needs_cpu = not forked(queue[-1])
                 if full or (needs_cpu and cpu_busy >= limits[False]):
                     return None
             elif cpu_busy >= limits[False]:
@@ -190,7 +192,7 @@ def run_all(
                     if not waiting:
                         until = math.inf
                     else:
-                        until = now if forked[cell.adapter.name] else now + STARTUP_S
+                        until = now if forked(cell) else now + STARTUP_S
                     pending[pool.submit(run_cell, backend, store, cell)] = _Slot(waiting, until)
             if stop.is_set():
                 backend.kill_all()

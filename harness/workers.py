@@ -18,8 +18,6 @@ them all on :meth:`WorkerPool.close`, so that a run leaves none behind.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -156,11 +154,11 @@ class Worker:
                 remaining = timeout_s - (time.monotonic() - started)
                 timed_out = not request.ended.wait(max(0.0, remaining))
                 if timed_out:
-                    _kill_group(request.pid)
+                    process.kill_group(request.pid)
                     if not request.ended.wait(REAP_S):
                         raise WorkerError(f"child {request.pid} was killed but not reported reaped")
             finally:
-                _kill_group(request.pid)
+                process.kill_group(request.pid)
                 process.untrack_group(request.pid)
         finally:
             with self._lock:
@@ -185,18 +183,11 @@ class Worker:
             self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        _kill_group(self._process.pid)
+        process.kill_group(self._process.pid)
         self._process.wait()
         self._reader.join(5)
         if self._process.stdout is not None:
             self._process.stdout.close()
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class WorkerPool:
@@ -218,8 +209,10 @@ class WorkerPool:
                 worker = self._workers.get(name)
                 if name in self.refused:
                     return None
-            if worker is not None and worker.alive:
-                return worker
+            if worker is not None:
+                if worker.alive:
+                    return worker
+                worker.close()  # it died: release its pipes before a new one starts
             try:
                 worker = Worker(command, cwd=cwd, env=env, log=log)
             except (WorkerError, OSError) as exc:

@@ -35,9 +35,20 @@ class LocalBackend:
         self.isolation = isolation
         self._workers = workers.WorkerPool()
 
+    def _no_worker(self, adapter: Adapter) -> str | None:
+        """Why the adapter's cells cannot be forked from a warm worker, or None when they can."""
+        if self.isolation != "worker":
+            return "--isolation process"
+        if adapter.runtime != "python":
+            return "node: no fork; docs/architecture.md, Isolation"
+        if not adapter.fork_safe:
+            return "fork_safe = false in adapter.toml"
+        refused = self._workers.refused.get(adapter.name)
+        return f"worker refused: {refused}" if refused else None
+
     def _worker(self, adapter: Adapter) -> workers.Worker | None:
-        """The adapter's warm worker, or None when its cells run as processes (and why is recorded)."""
-        if self.isolation != "worker" or adapter.runtime != "python" or not adapter.fork_safe:
+        """The adapter's warm worker (started on first use), or None when its cells run as processes."""
+        if self._no_worker(adapter) is not None:
             return None
         log = self.layout.envs / f"{adapter.name}.worker.log"
         command = environments.worker_command(self.layout, adapter)
@@ -45,15 +56,9 @@ class LocalBackend:
         return self._workers.get(adapter.name, command, cwd=adapter.directory, env=env, log=log)
 
     def isolation_of(self, adapter: Adapter) -> str:
-        """How the adapter's cells run: ``worker``, or ``process`` with the reason."""
-        if self.isolation != "worker":
-            return "process (--isolation process)"
-        if adapter.runtime != "python":
-            return "process (node: no fork; docs/architecture.md, Isolation)"
-        if not adapter.fork_safe:
-            return "process (fork_safe = false in adapter.toml)"
-        refused = self._workers.refused.get(adapter.name)
-        return f"process (worker refused: {refused})" if refused else "worker"
+        """How the adapter's cells run: ``worker``, or ``process (why)``."""
+        why = self._no_worker(adapter)
+        return "worker" if why is None else f"process ({why})"
 
     def prepare(self, adapter: Adapter) -> bool:
         return environments.prepare(self.layout, adapter)
