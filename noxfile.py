@@ -15,8 +15,8 @@ checks the reference server with the conformance suite and renders the report.
 - ``base-image``: bootstrap a Debian base image with debootstrap where none can be pulled.
 - ``backend-parity``: run the same cells on the local and the docker backend and fail on any
   difference (CI).
-- ``isolation-parity``: run the same cells forked from warm workers and as one process each, and
-  fail on any difference (CI).
+- ``isolation-parity``: run the same cells started warm (forked from warm workers, from startup
+  snapshots) and as one process each, and fail on any difference (CI).
 - ``conformance``: the official MCP conformance suite's server tools scenarios against the reference
   server over Streamable HTTP; the report's header names the result (``servers/conformance/``;
   ``-- --output PATH`` to write the result elsewhere than ``servers/conformance/last-result.json``).
@@ -141,19 +141,22 @@ def backend_parity(session: nox.Session) -> None:
     )
 
 
-ISOLATION_COLUMNS = ("raw-jsonrpc", "python-mcp", "python-mcp-v1", "pydantic-ai/default", "smolagents/default")
+ISOLATION_SDK_COLUMNS = ("raw-jsonrpc", "python-mcp", "python-mcp-v1", "ts-sdk/call-only", "ts-client-v2/list-first")
+ISOLATION_FRAMEWORK_COLUMNS = ("pydantic-ai/default", "smolagents/default", "langchain-js/default")
 ISOLATION_TRANSPORT_CASES = ("no-response", "cancel-then-followup", "stdout-noise", "exit-mid-call")
 
 
 @nox.session(name="isolation-parity")
 def isolation_parity(session: nox.Session) -> None:
     """A subset on stdio (the schema family on SDK and framework columns, four transport cases on
-    the SDK columns) forked from warm workers and as one process per cell; fail on any difference."""
+    the SDK columns), Python and Node, started warm (forked from workers, from snapshots) and as one
+    process per cell; fail on any difference."""
     _install(session, "docker")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     selections = [
-        [arg for name in ISOLATION_COLUMNS for arg in ("--adapter", name)] + ["--family", "schema"],
-        [arg for name in ISOLATION_COLUMNS[:3] for arg in ("--adapter", name)]
+        [arg for name in ISOLATION_SDK_COLUMNS + ISOLATION_FRAMEWORK_COLUMNS for arg in ("--adapter", name)]
+        + ["--family", "schema"],
+        [arg for name in ISOLATION_SDK_COLUMNS for arg in ("--adapter", name)]
         + [arg for case in ISOLATION_TRANSPORT_CASES for arg in ("--case", case)],
     ]
     for part, selection in enumerate(selections):

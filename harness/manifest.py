@@ -32,6 +32,7 @@ KNOWN_KEYS = {
     "transports",
     "families",
     "fork_safe",
+    "snapshot_safe",
     "options",
     "variants",
 }
@@ -70,8 +71,9 @@ class Adapter:
     variants: tuple[Variant, ...]
     directory: Path
     node: str | None = None
-    """The Node release a Node adapter's image runs (``major.minor.patch``); the docker backend
-    requires it, the local backend runs the host's ``node``."""
+    """The Node release a Node adapter runs on (``major.minor.patch``), from the npm registry's
+    ``node-linux-<arch>`` package on both backends (:mod:`harness.node_releases`); the docker backend
+    requires it, the local backend runs the host's ``node`` without it."""
     kind: str = "sdk"
     """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
     families: tuple[str, ...] | None = None
@@ -80,6 +82,10 @@ class Adapter:
     """Whether a Python adapter may run in a warm worker (its modules imported once, a forked child
     per cell: :mod:`harness.workers`); ``false`` in the manifest for a library that is not safe to
     fork after import, which then runs one process per cell."""
+    snapshot_safe: bool = True
+    """Whether a Node adapter's cells may start from a startup snapshot of its imports
+    (:mod:`harness.snapshots`); ``false`` for a library whose import-time state must not be shared,
+    which then runs each cell from its entry."""
     broken: str | None = None
     """Why the adapter directory cannot be used (its manifest is missing or invalid); ``None`` when it can."""
 
@@ -211,9 +217,12 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
     if not isinstance(fork_safe, bool):
         raise _fail(path, "fork_safe", f"expected true or false, got {fork_safe!r}")
     if "fork_safe" in data and runtime != "python":
-        raise _fail(
-            path, "fork_safe", "only python adapters run in a fork worker (node adapters: one process per cell)"
-        )
+        raise _fail(path, "fork_safe", "only python adapters run in a fork worker (node adapters: snapshot_safe)")
+    snapshot_safe = data.get("snapshot_safe", True)
+    if not isinstance(snapshot_safe, bool):
+        raise _fail(path, "snapshot_safe", f"expected true or false, got {snapshot_safe!r}")
+    if "snapshot_safe" in data and runtime != "node":
+        raise _fail(path, "snapshot_safe", "only node adapters start from a snapshot (python adapters: fork_safe)")
     declared = _declared_options(path, data.get("options"))
     variants = data.get("variants")
     if not isinstance(variants, dict) or not variants:
@@ -238,6 +247,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
         kind=kind,
         families=families,
         fork_safe=fork_safe,
+        snapshot_safe=snapshot_safe,
     )
 
 

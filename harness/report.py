@@ -91,6 +91,7 @@ def _environment() -> jinja2.Environment:
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str)
     env.filters["known"] = report_view.known
     env.filters["counted"] = report_view.counted
+    env.filters["node_releases"] = report_view.node_releases
     return env
 
 
@@ -112,6 +113,8 @@ def _columns(frame: pd.DataFrame, meta: RunMeta) -> list[dict[str, Any]]:
                         "description": variant.get("description", ""),
                         "package": info.get("package"),
                         "version": info.get("package_version"),
+                        "runtime": info.get("runtime"),
+                        "runtime_version": info.get("runtime_version"),
                         "image": info.get("image"),
                         "image_id": info.get("image_id"),
                         "image_short": (info.get("image_id") or "").split(":")[-1][:12],

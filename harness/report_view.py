@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -47,6 +48,18 @@ def known(value: Any, template: str = "{}") -> str:
 def counted(number: int, noun: str) -> str:
     """``1 client column``, ``2 client columns``: ``noun`` is singular and takes an ``s``."""
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def node_releases(meta: Mapping[str, Any]) -> list[str]:
+    """The Node releases the run's node adapters ran on (``v24.22.3``), sorted, each once."""
+    adapters = meta.get("adapters") or {}
+    return sorted(
+        {
+            str(info["runtime_version"])
+            for info in adapters.values()
+            if info.get("runtime") == "node" and info.get("runtime_version")
+        }
+    )
 
 
 def plain_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import process
+from . import process, workers
 from .backends import Backend
 from .cells import Cell
 from .observation import ObservationError, read
@@ -108,8 +108,9 @@ class Interrupted(Exception):
 
 
 STARTUP_S = 2.0
-"""How long a fresh adapter process (not forked from a warm worker) counts as CPU work: its
-runtime's start and its client's imports (a Python SDK about 1 s, Node 0.5 s, on two cores)."""
+"""How long a cold adapter process (neither forked from a warm worker nor started from a snapshot)
+counts as CPU work: its runtime's start and its client's imports (a Python SDK about 1 s, Node
+0.5 s, on two cores)."""
 
 
 def waits(cell: Cell) -> bool:
@@ -144,8 +145,9 @@ def run_all(
 
     At most ``jobs`` cells do CPU work at once. Beside them run at most ``wait_jobs`` cells that
     mostly wait (:func:`waits`), first (they are the long ones), so that a cell waiting for a late
-    answer or a timeout never holds a CPU slot; one that is a fresh process rather than forked from
-    a warm worker holds a CPU slot for its start-up (:data:`STARTUP_S`) before it waits.
+    answer or a timeout never holds a CPU slot; one that starts cold (not forked from a warm worker,
+    not from a snapshot: :data:`workers.WARM`) holds a CPU slot for its start-up
+    (:data:`STARTUP_S`) before it waits.
     ``wait_jobs`` 0: every cell takes a CPU slot for its whole run, in the given order. Cells of
     adapters in ``broken`` (name -> why, the harness error) are recorded without running. On
     SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
@@ -161,8 +163,9 @@ def run_all(
         pending: dict[Future[CellRecord], _Slot] = {}
 
         def forked(cell: Cell) -> bool:
-            """Asked when the cell starts: a worker that refused to start is known only then."""
-            return backend.isolation_of(cell.adapter) == "worker"
+            """Whether the cell starts warm; asked when it starts: a worker that refused to start is
+            known only then."""
+            return backend.isolation_of(cell.adapter) in workers.WARM
 
         def admit(waiting: bool) -> Cell | None:
             """The next cell of a queue when a slot is free for it now, else None."""

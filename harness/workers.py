@@ -29,7 +29,11 @@ from . import process
 from .process import Finished
 
 ISOLATIONS = ("worker", "process")
-"""``worker``: a forked child per cell where the adapter allows it; ``process``: a fresh process per cell."""
+"""``worker``: each cell starts warm where the adapter allows it (a forked child of a warm worker,
+or a Node process from a startup snapshot); ``process``: a fresh process per cell, from its entry."""
+WARM = ("worker", "snapshot")
+"""How an adapter's cells run (``Backend.isolation_of``) when they start without loading their
+runtime's modules: their start-up costs no CPU slot worth keeping."""
 READY_S = 120.0
 """How long a worker may take to import its adapter (a framework's first import, cold)."""
 REAP_S = 10.0

@@ -74,6 +74,18 @@ def test_repository_manifests_are_valid():
             "only python adapters",
         ),
         (
+            GOOD.replace('entry = "adapter.py"', 'entry = "adapter.py"\nsnapshot_safe = false'),
+            "snapshot_safe",
+            "only node adapters",
+        ),
+        (
+            GOOD.replace('runtime = "python"', 'runtime = "node"').replace(
+                'entry = "adapter.py"', 'entry = "adapter.py"\nsnapshot_safe = 0'
+            ),
+            "snapshot_safe",
+            "expected true or false",
+        ),
+        (
             GOOD.replace("list_tools = false", "max_buffer_bytes = 1.5"),
             "variants.call-only.max_buffer_bytes",
             "expected int",

@@ -28,11 +28,10 @@
  */
 
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import {
-  adapterArgs, cancelAfter, checkCancelAfter, closeStep, createRun, errorRecord, installedVersion,
+  adapterArgs, adapterDirectory, cancelAfter, checkCancelAfter, closeStep, createRun, errorRecord,
+  installedVersion, startMain,
 } from './observe.mjs';
 
 export { errorRecord };
@@ -249,12 +248,17 @@ export function normalizeIds(value) {
 
 /**
  * Run one cell (`process.argv`: the cell file and the observation file) and exit; see the module
- * documentation for the contract.
+ * documentation for the contract; from a startup snapshot, when the process starts
+ * (observe.mjs `startMain`).
  * @param {{name: string, package: string, adapterUrl: string,
  *          options: Record<string, 'boolean'|'integer'|'number'|'string'>,
  *          framework: Framework}} adapter
  */
-export function runFramework({ name, package: pkg, adapterUrl, options: known, framework }) {
+export function runFramework(adapter) {
+  startMain(() => runCell(adapter));
+}
+
+function runCell({ name, package: pkg, adapterUrl, options: known, framework }) {
   const { cell, options, obsPath, log, fail } = adapterArgs(name, known);
   if (cell.transport !== 'stdio') fail(`transport ${JSON.stringify(cell.transport)} is not supported (stdio only)`);
   if (typeof cell.server?.command !== 'string') fail('transport stdio needs server.command');
@@ -264,7 +268,7 @@ export function runFramework({ name, package: pkg, adapterUrl, options: known, f
     obsPath,
     budgetMs: cell.budget_ms,
     cell,
-    packageVersion: installedVersion(path.dirname(fileURLToPath(adapterUrl)), pkg),
+    packageVersion: installedVersion(adapterDirectory(adapterUrl), pkg),
     onAbort: killChildren,
   });
   const ctx = { cell, options, reportError: (err) => run.reportError(err), log };

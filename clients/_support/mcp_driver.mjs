@@ -27,11 +27,9 @@
  * @module mcp_driver
  */
 
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
 import {
-  adapterArgs, cancelAfter, checkCancelAfter, closeStep, createRun, errorRecord, installedVersion,
+  adapterArgs, adapterDirectory, cancelAfter, checkCancelAfter, closeStep, createRun, errorRecord,
+  installedVersion, startMain,
 } from './observe.mjs';
 
 /** How long `close()` may take: the SDKs' own close waits up to 2 s + 2 s before SIGKILL. */
@@ -87,11 +85,16 @@ export function stdioParameters(cell, options) {
 
 /**
  * Run one cell (`process.argv`: the cell file and the observation file) and exit; see the module
- * documentation for the contract.
+ * documentation for the contract; from a startup snapshot, when the process starts
+ * (observe.mjs `startMain`).
  * @param {{name: string, package: string, adapterUrl: string,
  *          options: Record<string, 'boolean'|'integer'|'number'|'string'>, sdk: Sdk}} adapter
  */
-export function runAdapter({ name, package: pkg, adapterUrl, options: known, sdk }) {
+export function runAdapter(adapter) {
+  startMain(() => runCell(adapter));
+}
+
+function runCell({ name, package: pkg, adapterUrl, options: known, sdk }) {
   const { cell, options, obsPath, fail } = adapterArgs(name, known);
   if (!TRANSPORTS.includes(cell.transport)) {
     fail(`transport ${JSON.stringify(cell.transport)} is not supported (${TRANSPORTS.join(', ')})`);
@@ -107,7 +110,7 @@ export function runAdapter({ name, package: pkg, adapterUrl, options: known, sdk
     obsPath,
     budgetMs: cell.budget_ms,
     cell,
-    packageVersion: installedVersion(path.dirname(fileURLToPath(adapterUrl)), pkg),
+    packageVersion: installedVersion(adapterDirectory(adapterUrl), pkg),
     onAbort: child.kill,
   });
 

@@ -16,6 +16,8 @@
  *  - {@link startTimer}: a millisecond stopwatch;
  *  - {@link writeObservation}: temp file in the same directory, then rename into place;
  *  - {@link installedVersion}: a package's version as installed in `node_modules`;
+ *    {@link adapterDirectory}: where the adapter is, in a bundle too;
+ *  - {@link startMain}: run the cell now, or when a process starts from a startup snapshot;
  *  - {@link createRun}: the observation skeleton with "pending" steps, a budget watchdog and
  *    process-level guards, so that an observation is written whatever happens;
  *    {@link deadlineError} / {@link truncatedError}: the reserved `AdapterTimeout` and
@@ -32,6 +34,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
 
 export const CONTRACT = 1;
 
@@ -325,6 +329,27 @@ export function installedVersion(adapterDir, pkg) {
   } catch {
     return null;
   }
+}
+
+/**
+ * The adapter's directory: from its `import.meta.url`, or, where that is empty (the adapter bundled
+ * for a startup snapshot, harness/snapshots.py), from `process.argv[1]`, the entry the process was
+ * started with in both cases.
+ * @param {string|undefined} adapterUrl
+ */
+export function adapterDirectory(adapterUrl) {
+  return path.dirname(adapterUrl ? fileURLToPath(adapterUrl) : path.resolve(process.argv[1]));
+}
+
+/**
+ * Run `main` now; or, while `node --build-snapshot` loads the bundled adapter (harness/snapshots.py),
+ * make it the main function of every process started from the snapshot, which then starts with the
+ * adapter's imports already loaded. Nothing of a cell runs while the snapshot is built.
+ * @param {() => void} main
+ */
+export function startMain(main) {
+  if (v8.startupSnapshot?.isBuildingSnapshot()) v8.startupSnapshot.setDeserializeMainFunction(main);
+  else main();
 }
 
 /**

@@ -1,12 +1,14 @@
 """The local backend: adapters run as host processes, in their own process groups.
 
-Python adapters run on their venv (``.envs/<name>``), Node adapters on the host's ``node`` with
-their ``node_modules`` (:mod:`harness.environments`); HTTP cells get a reference server on
+Python adapters run on their venv (``.envs/<name>``), Node adapters on their pinned Node release
+with their ``node_modules`` (:mod:`harness.environments`); HTTP cells get a reference server on
 127.0.0.1 started by the harness.
 
-Isolation ``worker`` (the default): a Python adapter's cells are forked children of its warm
-worker (:mod:`harness.workers`), unless its manifest says ``fork_safe = false`` or its worker
-refused to start; everything else, and every cell under ``process``, is a fresh process.
+Isolation ``worker`` (the default) starts cells warm: a Python adapter's cells are forked children
+of its warm worker (:mod:`harness.workers`) unless its manifest says ``fork_safe = false`` or its
+worker refused to start; a Node adapter's cells are fresh processes started from its startup
+snapshot (:mod:`harness.snapshots`) unless the snapshot was refused. Everything else, and every
+cell under ``process``, is a fresh process started from the adapter's entry.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .. import environments, process, workers
+from .. import environments, process, snapshots, workers
 from ..cells import Cell
 from ..layout import CellFiles, Layout
 from ..manifest import Adapter
@@ -34,13 +36,18 @@ class LocalBackend:
         self.layout = layout
         self.isolation = isolation
         self._workers = workers.WorkerPool()
+        self._snapshots: dict[str, snapshots.Snapshot] = {}
 
     def _no_worker(self, adapter: Adapter) -> str | None:
-        """Why the adapter's cells cannot be forked from a warm worker, or None when they can."""
+        """Why the adapter's cells cannot start warm (forked from a worker, or from a snapshot), or
+        None when they can."""
         if self.isolation != "worker":
             return "--isolation process"
-        if adapter.runtime != "python":
-            return "node: no fork; docs/architecture.md, Isolation"
+        if adapter.runtime == "node":
+            snapshot = self._snapshots.get(adapter.name)
+            if snapshot is None:
+                return "no snapshot: not prepared"
+            return f"snapshot refused: {snapshot.refused}" if snapshot.refused else None
         if not adapter.fork_safe:
             return "fork_safe = false in adapter.toml"
         refused = self._workers.refused.get(adapter.name)
@@ -48,7 +55,7 @@ class LocalBackend:
 
     def _worker(self, adapter: Adapter) -> workers.Worker | None:
         """The adapter's warm worker (started on first use), or None when its cells run as processes."""
-        if self._no_worker(adapter) is not None:
+        if adapter.runtime != "python" or self._no_worker(adapter) is not None:
             return None
         log = self.layout.envs / f"{adapter.name}.worker.log"
         command = environments.worker_command(self.layout, adapter)
@@ -56,12 +63,38 @@ class LocalBackend:
         return self._workers.get(adapter.name, command, cwd=adapter.directory, env=env, log=log)
 
     def isolation_of(self, adapter: Adapter) -> str:
-        """How the adapter's cells run: ``worker``, or ``process (why)``."""
+        """How the adapter's cells run: ``worker`` (Python), ``snapshot`` (Node), or ``process (why)``."""
         why = self._no_worker(adapter)
-        return "worker" if why is None else f"process ({why})"
+        if why is not None:
+            return f"process ({why})"
+        return "worker" if adapter.runtime == "python" else "snapshot"
 
     def prepare(self, adapter: Adapter) -> bool:
-        return environments.prepare(self.layout, adapter)
+        """The adapter's environment and, for a Node adapter under ``worker`` isolation, its snapshot."""
+        built = environments.prepare(self.layout, adapter)
+        if adapter.runtime == "node" and self.isolation == "worker":
+            snapshot, made = snapshots.ensure(
+                self.layout,
+                adapter,
+                environments.env_dir(self.layout, adapter),
+                environments.node_for(self.layout, adapter),
+                environments.process_env(self.layout, adapter),
+            )
+            self._snapshots[adapter.name] = snapshot
+            built = built or made
+        return built
+
+    def _command(self, adapter: Adapter, files: CellFiles) -> list[str]:
+        """The cell's command line: from the adapter's snapshot where it starts warm, else its entry."""
+        snapshot = self._snapshots.get(adapter.name)
+        if adapter.runtime == "node" and snapshot is not None and snapshot.blob and self._no_worker(adapter) is None:
+            node = environments.node_for(self.layout, adapter)
+            return [
+                *snapshots.command(node, snapshot.blob, adapter.entry_path),
+                str(files.cell),
+                str(files.raw_observation),
+            ]
+        return environments.command(self.layout, adapter, files.cell, files.raw_observation)
 
     def check(self, adapter: Adapter) -> None:
         return None  # a run prepares local environments itself
@@ -88,7 +121,7 @@ class LocalBackend:
             files.cell.write_text(
                 json.dumps(cell.to_file(self.layout.server, files.journal, url, python=sys.executable), indent=2)
             )
-            command = environments.command(self.layout, cell.adapter, files.cell, files.raw_observation)
+            command = self._command(cell.adapter, files)
             worker = self._worker(cell.adapter)
             if worker is not None:
                 try:
@@ -106,7 +139,7 @@ class LocalBackend:
             return process.run_bounded(
                 command,
                 cwd=cell.adapter.directory,
-                env=environments.process_env(self.layout),
+                env=environments.process_env(self.layout, cell.adapter),
                 timeout_s=cell.budget_s,
                 stdout=files.stdout,
                 stderr=files.stderr,
@@ -122,7 +155,7 @@ class LocalBackend:
             "backend": self.name,
             "adapters": {
                 adapter.name: {
-                    "runtime_version": environments.runtime_version(adapter.runtime),
+                    "runtime_version": environments.adapter_runtime_version(adapter),
                     "package_version": environments.installed_version(self.layout, adapter),
                     "isolation": self.isolation_of(adapter),
                 }

@@ -1,0 +1,144 @@
+"""Startup snapshots (harness/snapshots.py): a node adapter's cell starts from the heap its imports
+left, as a fresh process with its own argv, environment and clock; a snapshot is rebuilt when a
+bundled file changes and refused, with the reason, where it would not be faithful."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import environments, manifest, node_releases, snapshots
+from harness.layout import Layout
+
+from .conftest import REPO
+
+LAYOUT = Layout(REPO)
+RELEASE = "24.22.3"
+
+MANIFEST = """\
+name = "snap"
+title = "Snapshot test adapter"
+runtime = "node"
+node = "{release}"
+package = ""
+entry = "adapter.mjs"
+transports = ["stdio"]
+{extra}
+[variants.default]
+description = "the only one"
+"""
+
+ENTRY = """\
+import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
+
+import { startMain } from '../_support/observe.mjs';
+import { LOADED_BY, VERSION } from './lib.mjs';
+
+startMain(() => {
+  const [, entry, cell, observation] = process.argv;
+  fs.writeFileSync(observation, JSON.stringify({
+    loadedBy: LOADED_BY, pid: process.pid, entry, cell, version: VERSION,
+    env: process.env.SNAPSHOT_TEST_VALUE ?? null, sinceStartMs: performance.now(),
+  }));
+});
+"""
+
+
+def _adapter(root: Path, *, lib: str = "export const VERSION = 1;\n", extra: str = "", entry: str = ENTRY):
+    clients = root / "clients"
+    clients.mkdir(parents=True, exist_ok=True)
+    if not (clients / "_support").exists():
+        (clients / "_support").symlink_to(REPO / "clients" / "_support")
+    directory = clients / "snap"
+    (directory / "node_modules").mkdir(parents=True, exist_ok=True)
+    (directory / "adapter.toml").write_text(MANIFEST.format(release=RELEASE, extra=extra))
+    (directory / "adapter.mjs").write_text(textwrap.dedent(entry))
+    (directory / "lib.mjs").write_text("export const LOADED_BY = process.pid;\n" + lib)
+    return manifest.load(directory / "adapter.toml")
+
+
+def _ensure(adapter: manifest.Adapter) -> tuple[snapshots.Snapshot, bool]:
+    node = node_releases.install(LAYOUT, RELEASE)
+    env = environments.process_env(LAYOUT, adapter)
+    return snapshots.ensure(LAYOUT, adapter, adapter.directory / "node_modules", node, env)
+
+
+def _start(adapter: manifest.Adapter, snapshot: snapshots.Snapshot, tmp_path: Path) -> dict:
+    assert snapshot.blob is not None, snapshot.refused
+    node = node_releases.install(LAYOUT, RELEASE)
+    observation = tmp_path / "observation.json"
+    observation.unlink(missing_ok=True)
+    command = [*snapshots.command(node, snapshot.blob, adapter.entry_path), "the-cell.json", str(observation)]
+    env = dict(os.environ, SNAPSHOT_TEST_VALUE="at run time")
+    subprocess.run(command, cwd=adapter.directory, env=env, check=True, timeout=60, capture_output=True)
+    return json.loads(observation.read_text())
+
+
+def test_a_cell_starts_from_the_imports_of_the_build_with_its_own_argv_env_and_clock(tmp_path):
+    adapter = _adapter(tmp_path)
+    snapshot, built = _ensure(adapter)
+    assert built and snapshot.refused is None
+    seen = _start(adapter, snapshot, tmp_path)
+    assert seen["loadedBy"] != seen["pid"]  # lib.mjs was evaluated by the build, not by this process
+    assert (seen["entry"], seen["cell"]) == (str(adapter.entry_path), "the-cell.json")
+    assert seen["env"] == "at run time"
+    assert seen["sinceStartMs"] < 5000  # the clock starts with the process, not with the build
+    again = _start(adapter, snapshot, tmp_path)
+    assert again["pid"] != seen["pid"] and again["loadedBy"] == seen["loadedBy"]
+
+
+def test_a_snapshot_is_cached_and_rebuilt_when_a_bundled_file_changes(tmp_path):
+    adapter = _adapter(tmp_path)
+    first, built = _ensure(adapter)
+    assert built
+    cached, built = _ensure(adapter)
+    assert not built and cached == first
+    (adapter.directory / "lib.mjs").write_text("export const LOADED_BY = process.pid;\nexport const VERSION = 2;\n")
+    rebuilt, built = _ensure(adapter)
+    assert built
+    assert _start(adapter, rebuilt, tmp_path)["version"] == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"extra": "snapshot_safe = false\n"}, "snapshot_safe = false in adapter.toml"),
+        ({"lib": "export const VERSION = await Promise.resolve(1);\n"}, "Top-level await"),
+        ({"lib": "export const VERSION = 1;\nexport const HERE = import.meta.url;\n"}, "reads import.meta"),
+        ({"lib": "export const VERSION = 1;\nthrow new Error('broken at import');\n"}, "Error: broken at import"),
+    ],
+    ids=["manifest", "top-level-await", "import-meta", "throws-at-import"],
+)
+def test_a_snapshot_that_would_not_be_faithful_is_refused_with_the_reason(tmp_path, change, reason):
+    adapter = _adapter(tmp_path, **change)
+    snapshot, built = _ensure(adapter)
+    assert built and snapshot.blob is None
+    assert snapshot.refused is not None and reason in snapshot.refused
+    again, built = _ensure(adapter)  # a refusal is cached like a snapshot
+    assert not built and again.refused == snapshot.refused
+
+
+def test_a_build_that_never_ends_is_bounded_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshots, "BUILD_TIMEOUT_S", 3.0)
+    adapter = _adapter(
+        tmp_path,
+        lib="import http from 'node:http';\nexport const VERSION = 1;\nhttp.createServer().listen(0, '127.0.0.1');\n",
+    )
+    snapshot, built = _ensure(adapter)
+    assert built and snapshot.refused is not None and "did not finish in 3 s" in snapshot.refused
+    needle = str(snapshots.directory(adapter.directory / "node_modules")).encode()
+    left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and needle in _cmdline(p)]
+    assert left == []
+
+
+def _cmdline(entry: Path) -> bytes:
+    try:
+        return (entry / "cmdline").read_bytes()
+    except OSError:
+        return b""
