@@ -31,6 +31,7 @@ import hashlib
 import json
 import re
 import shutil
+import signal
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from .node_releases import version_of
 
 TOOL_DIR = Path(__file__).parent / "snapshot"
 BUNDLER = TOOL_DIR / "bundle.mjs"
-RECIPE = "1"
+RECIPE = "2"
 """Part of every snapshot's key: changing how snapshots are built rebuilds them."""
 BUILD_TIMEOUT_S = 60.0
 """A build step's bound; the largest adapter's bundle and snapshot take about 2 s each."""
@@ -129,6 +130,8 @@ UNVERIFIED = re.compile(r'not yet fully verified whether built-in module "(?:nod
 """Node's warning for a built-in loaded while a snapshot is built that Node has not verified in one."""
 THROWN = re.compile(r"^\w*(Error|Exception)\b.*:")
 """The line of a thrown error (``TypeError: ...``), Node's best statement of why."""
+ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
+"""A heap address in V8's output: different in every build, so not part of a reason."""
 FAILURE = re.compile(r"Unknown external reference|not serialized|Fatal|error", re.IGNORECASE)
 
 
@@ -138,7 +141,17 @@ def _first_failure(output: str) -> str:
     lines = [line for line in lines if "Warning:" not in line and not line.startswith(("It may", "To request", "(Use"))]
     thrown = [line for line in lines if THROWN.match(line)]
     failures = [line for line in lines if FAILURE.search(line)]
-    return (thrown or failures or lines or ["no output"])[0][:300]
+    return ADDRESS.sub("0x…", (thrown or failures or lines or ["no output"])[0])[:300]
+
+
+def _exit(code: int) -> str:
+    """``exited 1``, or ``was killed by SIGTRAP`` (V8 aborts a snapshot it cannot write with a trap)."""
+    if code >= 0:
+        return f"exited {code}"
+    try:
+        return f"was killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"was killed by signal {-code}"
 
 
 def _bounded(
@@ -204,7 +217,7 @@ def _build_blob(
         return f"node --build-snapshot did not finish in {BUILD_TIMEOUT_S:.0f} s (a handle opened at import?)"
     if code != 0 or not blob.is_file():
         blob.unlink(missing_ok=True)
-        return f"node --build-snapshot exited {code}: {_first_failure(output)}"
+        return f"node --build-snapshot {_exit(code)}: {_first_failure(output)}"
     return None
 
 

@@ -142,3 +142,26 @@ def _cmdline(entry: Path) -> bytes:
         return (entry / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_a_node_column_starts_from_its_snapshot_and_sees_what_a_process_sees(checkout):
+    scratch = checkout("ts-sdk")
+    selection = (
+        "--adapter",
+        "ts-sdk/call-only",
+        "--case",
+        "drop-required",
+        "--case",
+        "diverge",
+        "--transport",
+        "stdio",
+    )
+    isolations = {}
+    for isolation in ("worker", "process"):
+        scratch.harness("run", "--run-id", isolation, "--isolation", isolation, *selection, timeout=600)
+        meta = json.loads((scratch.root / "results" / isolation / "meta.json").read_text())
+        isolations[isolation] = meta["adapters"]["ts-sdk"]["isolation"]
+    assert isolations == {"worker": "snapshot", "process": "process (--isolation process)"}
+    diff = scratch.harness("diff", "--require-same-cells", "worker", "process")
+    assert "4 cells in both runs; 0 differ" in diff.stdout + diff.stderr
+    assert scratch.processes_left() == []
