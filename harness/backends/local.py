@@ -38,7 +38,7 @@ class LocalBackend:
         self._workers = workers.WorkerPool()
         self._snapshots: dict[str, snapshots.Snapshot] = {}
 
-    def _no_worker(self, adapter: Adapter) -> str | None:
+    def _why_cold(self, adapter: Adapter) -> str | None:
         """Why the adapter's cells cannot start warm (forked from a worker, or from a snapshot), or
         None when they can."""
         if self.isolation != "worker":
@@ -55,7 +55,7 @@ class LocalBackend:
 
     def _worker(self, adapter: Adapter) -> workers.Worker | None:
         """The adapter's warm worker (started on first use), or None when its cells run as processes."""
-        if adapter.runtime != "python" or self._no_worker(adapter) is not None:
+        if adapter.runtime != "python" or self._why_cold(adapter) is not None:
             return None
         log = self.layout.envs / f"{adapter.name}.worker.log"
         command = environments.worker_command(self.layout, adapter)
@@ -64,7 +64,7 @@ class LocalBackend:
 
     def isolation_of(self, adapter: Adapter) -> str:
         """How the adapter's cells run: ``worker`` (Python), ``snapshot`` (Node), or ``process (why)``."""
-        why = self._no_worker(adapter)
+        why = self._why_cold(adapter)
         if why is not None:
             return f"process ({why})"
         return "worker" if adapter.runtime == "python" else "snapshot"
@@ -87,7 +87,7 @@ class LocalBackend:
     def _command(self, adapter: Adapter, files: CellFiles) -> list[str]:
         """The cell's command line: from the adapter's snapshot where it starts warm, else its entry."""
         snapshot = self._snapshots.get(adapter.name)
-        if adapter.runtime == "node" and snapshot is not None and snapshot.blob and self._no_worker(adapter) is None:
+        if adapter.runtime == "node" and snapshot is not None and snapshot.blob and self._why_cold(adapter) is None:
             node = environments.node_for(self.layout, adapter)
             return [
                 *snapshots.command(node, snapshot.blob, adapter.entry_path),
