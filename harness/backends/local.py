@@ -73,27 +73,21 @@ class LocalBackend:
         """The adapter's environment and, for a Node adapter under ``worker`` isolation, its snapshot."""
         built = environments.prepare(self.layout, adapter)
         if adapter.runtime == "node" and self.isolation == "worker":
-            snapshot, made = snapshots.ensure(
-                self.layout,
-                adapter,
-                environments.env_dir(self.layout, adapter),
-                environments.node_for(self.layout, adapter),
-                environments.process_env(self.layout, adapter),
-            )
+            snapshot, made = snapshots.ensure(self.layout, adapter)
             self._snapshots[adapter.name] = snapshot
             built = built or made
         return built
 
     def _command(self, adapter: Adapter, files: CellFiles) -> list[str]:
         """The cell's command line: from the adapter's snapshot where it starts warm, else its entry."""
-        snapshot = self._snapshots.get(adapter.name)
-        if adapter.runtime == "node" and snapshot is not None and snapshot.blob and self._why_cold(adapter) is None:
-            node = environments.node_for(self.layout, adapter)
-            return [
-                *snapshots.command(node, snapshot.blob, adapter.entry_path),
-                str(files.cell),
-                str(files.raw_observation),
-            ]
+        blob = (
+            self._snapshots[adapter.name].blob
+            if adapter.runtime == "node" and self._why_cold(adapter) is None
+            else None
+        )
+        if blob is not None:
+            start = snapshots.command(environments.node_for(self.layout, adapter), blob, adapter.entry_path)
+            return [*start, str(files.cell), str(files.raw_observation)]
         return environments.command(self.layout, adapter, files.cell, files.raw_observation)
 
     def check(self, adapter: Adapter) -> None:
