@@ -89,8 +89,11 @@ def _key(node_version: str) -> str:
     return f"{RECIPE}\0{node_version}\0{_tool_fingerprint()}"
 
 
-def current(env: Path, node_version: str) -> Snapshot | None:
-    """The adapter's snapshot (or refusal) when it is still current, else None."""
+def current(env: Path, node_version: str, adapter: Adapter) -> Snapshot | None:
+    """The adapter's snapshot (or refusal) when it is still current, else None: built by this
+    recipe and Node release, from this adapter directory's files (paths resolved: an environment may
+    be shared by two checkouts, and a snapshot built from a copy of the adapter holds the copy's
+    code), none of them changed since."""
     state_file = directory(env) / "state.json"
     try:
         state = json.loads(state_file.read_text())
@@ -99,7 +102,9 @@ def current(env: Path, node_version: str) -> Snapshot | None:
     if not isinstance(state, dict) or state.get("key") != _key(node_version):
         return None
     inputs = state.get("inputs")
-    if not isinstance(inputs, dict) or any(_hash_file(Path(p)) != h for p, h in inputs.items()):
+    if not isinstance(inputs, dict) or str((adapter.directory / "adapter.toml").resolve()) not in inputs:
+        return None
+    if any(_hash_file(Path(p)) != h for p, h in inputs.items()):
         return None
     refused = state.get("refused")
     if refused is not None:
@@ -176,7 +181,7 @@ def build(adapter: Adapter, env: Path, node: Path, node_version: str, process_en
             refused = _build_blob(adapter, node, bundle, target, process_env, unverified)
     state = {
         "key": _key(node_version),
-        "inputs": {p: _hash_file(Path(p)) for p in inputs},
+        "inputs": {str(Path(p).resolve()): _hash_file(Path(p)) for p in inputs},
         "refused": refused,
         "unverified_builtins": unverified,
     }
@@ -214,7 +219,7 @@ def ensure(layout: Layout, adapter: Adapter) -> tuple[Snapshot, bool]:
     and whether it was built."""
     env = environments.env_dir(layout, adapter)
     node_version = environments.adapter_runtime_version(adapter)
-    found = current(env, node_version)
+    found = current(env, node_version, adapter)
     if found is not None:
         return found, False
     install_tool(layout.envs / "snapshot-tool.log")

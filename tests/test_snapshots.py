@@ -103,6 +103,31 @@ def test_a_snapshot_is_cached_and_rebuilt_when_a_bundled_file_changes(tmp_path):
     assert _start(adapter, rebuilt, tmp_path)["version"] == 2
 
 
+def test_a_snapshot_built_from_a_copy_of_the_adapter_is_not_the_original_s(tmp_path):
+    """Two checkouts may share one environment: a snapshot holds the code of the directory it was
+    built from, so the other directory's adapter rebuilds it; a link to the same files does not."""
+    original = _adapter(tmp_path / "a")
+    _, built = _ensure(original)
+    assert built
+    copy_root = tmp_path / "b" / "clients" / "snap"
+    copy_root.mkdir(parents=True)
+    (tmp_path / "b" / "clients" / "_support").symlink_to(REPO / "clients" / "_support")
+    for name in ("adapter.toml", "adapter.mjs"):
+        (copy_root / name).write_text((original.directory / name).read_text())
+    (copy_root / "lib.mjs").write_text("export const LOADED_BY = process.pid;\nexport const VERSION = 2;\n")
+    (copy_root / "node_modules").symlink_to(original.directory / "node_modules")  # the shared environment
+    copy = manifest.load(copy_root / "adapter.toml")
+    rebuilt, built = _ensure(copy)
+    assert built and _start(copy, rebuilt, tmp_path)["version"] == 2
+    _, built = _ensure(original)
+    assert built, "the copy's snapshot holds the copy's code"
+    linked_root = tmp_path / "c" / "clients"
+    linked_root.mkdir(parents=True)
+    (linked_root / "snap").symlink_to(original.directory)
+    _, built = _ensure(manifest.load(linked_root / "snap" / "adapter.toml"))
+    assert not built, "a linked directory is the same files"
+
+
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
