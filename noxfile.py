@@ -18,7 +18,8 @@ checks the reference server with the conformance suite and renders the report.
 - ``isolation-parity``: run the same cells started warm (forked from warm workers, from startup
   snapshots) and as one process each, and fail on any difference (CI).
 - ``conformance``: the official MCP conformance suite's server tools scenarios against the reference
-  server over Streamable HTTP; the report's header names the result (``servers/conformance/``;
+  server over Streamable HTTP, at 2025-11-25 and at 2026-07-28; the report's header names the
+  result (``servers/conformance/``;
   ``-- --output PATH`` to write the result elsewhere than ``servers/conformance/last-result.json``).
 """
 
@@ -103,11 +104,13 @@ def base_image(session: nox.Session) -> None:
 
 PARITY_ADAPTERS = ("raw-jsonrpc", "python-mcp", "ts-sdk")
 PARITY_SIZE_CASES = ("text-9mib", "text-10mib")
+PARITY_MODERN_CASES = ("ok", "wrong-container", "structured-array", "resulttype-missing", "unsupported-version")
 
 
 @nox.session(name="backend-parity")
 def backend_parity(session: nox.Session) -> None:
-    """The schema family and two size cases on the local and the docker backend; fail on any difference.
+    """On the local and the docker backend: the schema family and two size cases under 2025-11-25,
+    and a few cases under 2026-07-28; fail on any difference.
 
     Arguments go to the image build (``-- --base-image IMAGE --ca-bundle PEM``).
     """
@@ -120,25 +123,22 @@ def backend_parity(session: nox.Session) -> None:
         "from harness import catalog; print(*(c.id for c in catalog.CASES if c.family == 'schema'))",
         silent=True,
     )
-    case_ids = str(schema_cases).split() + list(PARITY_SIZE_CASES)
-    cases = [arg for case_id in case_ids for arg in ("--case", case_id)]
+    parts = {
+        "legacy": (str(schema_cases).split() + list(PARITY_SIZE_CASES), "2025-11-25"),
+        "modern": (list(PARITY_MODERN_CASES), "2026-07-28"),
+    }
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    for backend in ("local", "docker"):
+    for part, (case_ids, protocol) in parts.items():
+        cases = [arg for case_id in case_ids for arg in ("--case", case_id)]
+        for backend in ("local", "docker"):
+            session.run(
+                "python", "-m", "harness", "run", "--backend", backend, *adapters, *cases,
+                "--protocol", protocol, "--run-id", f"parity-{stamp}-{part}-{backend}",
+            )  # fmt: skip
         session.run(
-            "python",
-            "-m",
-            "harness",
-            "run",
-            "--backend",
-            backend,
-            *adapters,
-            *cases,
-            "--run-id",
-            f"parity-{stamp}-{backend}",
-        )
-    session.run(
-        "python", "-m", "harness", "diff", "--require-same-cells", f"parity-{stamp}-local", f"parity-{stamp}-docker"
-    )
+            "python", "-m", "harness", "diff", "--require-same-cells",
+            f"parity-{stamp}-{part}-local", f"parity-{stamp}-{part}-docker",
+        )  # fmt: skip
 
 
 ISOLATION_SDK_COLUMNS = ("raw-jsonrpc", "python-mcp", "python-mcp-v1", "ts-sdk/call-only", "ts-client-v2/list-first")
@@ -227,7 +227,8 @@ CONFORMANCE_DIR = ROOT / "servers" / "conformance"
 
 @nox.session(venv_backend="none")
 def conformance(session: nox.Session) -> None:
-    """Run the pinned @modelcontextprotocol/conformance server scenarios (tools) against the reference server."""
+    """Run the pinned @modelcontextprotocol/conformance server scenarios (tools) against the reference server,
+    once per revision it speaks (servers/conformance/run.py)."""
     npm = shutil.which("npm")
     if npm is None:
         session.error("npm is not on PATH: it installs the pinned conformance suite")
@@ -250,7 +251,8 @@ def conformance(session: nox.Session) -> None:
     finally:
         if output.is_file():
             result = json.loads(output.read_text())
-            session.log(
-                f"conformance version {result['conformance']['version']}: "
-                f"{result['counts']['passed']}/{result['counts']['scenarios']} scenarios passed"
+            per_revision = ", ".join(
+                f"{counts['passed']}/{counts['scenarios']} at {revision}"
+                for revision, counts in result["counts"]["by_revision"].items()
             )
+            session.log(f"conformance version {result['conformance']['version']}: {per_revision} scenarios passed")

@@ -13,6 +13,16 @@ from typing import Any, Literal
 Family = Literal["schema", "size", "transport", "protocol"]
 Level = Literal["MUST", "SHOULD", "unspecified"]
 SchemaMode = Literal["advertised", "hidden", "none"]
+Protocol = Literal["2025-11-25", "2026-07-28"]
+
+PROTOCOLS: tuple[Protocol, ...] = ("2025-11-25", "2026-07-28")
+"""The protocol axis: the revision the reference server speaks in a cell, and the one the client is
+asked for (``servers/reference/protocol.py``: the handshake era up to 2025-11-25, stateless 2026-07-28)."""
+LEGACY_PROTOCOL: Protocol = "2025-11-25"
+ERA_CASES = ("ok",)
+"""The cases every column runs under a revision its manifest does not declare (``protocols``): what
+a client does when the server speaks only that revision (e.g. a handshake-era client against a
+server that answers ``initialize`` with ``UnsupportedProtocolVersion``)."""
 
 SPEC = "MCP specification 2025-11-25, server/tools"
 VALIDATE = "Clients SHOULD validate structured results against this schema."
@@ -53,6 +63,50 @@ CONTENT_TYPES = (
     "each with a required type (schema.ts)."
 )
 
+SPEC_2026 = "MCP specification 2026-07-28"
+STRUCTURED_ANY = (
+    "structuredContent: any JSON value (object, array, string, number, boolean, or null) that conforms to "
+    "the tool's outputSchema if one is defined; outputSchema: any JSON Schema 2020-12 (2026-07-28 schema.ts). "
+    'Under 2025-11-25 structuredContent is an object and outputSchema has type "object".'
+)
+DIALECT = (
+    "Clients and servers MUST support JSON Schema 2020-12 for schemas without an explicit $schema field "
+    "(basic, JSON Schema Usage; 2025-11-25 and 2026-07-28)."
+)
+REF_NETWORK = (
+    "Implementations MUST NOT automatically dereference $ref values that resolve to a network URI. Schemas "
+    "that fail to validate due to an unresolved external $ref SHOULD be rejected rather than silently "
+    "treated as permissive (2026-07-28 basic, $ref Resolution)."
+)
+COMPOSITION = (
+    "Implementations SHOULD apply reasonable bounds, such as a maximum schema depth, a cap on the total "
+    "number of subschemas, or a per-validation time budget (2026-07-28 basic, Composition-Keyword Resource Use)."
+)
+RESULT_TYPE = (
+    "The result MUST include a resultType field. For backward compatibility with servers implementing "
+    "earlier protocol versions, which do not include resultType, clients MUST treat an absent resultType "
+    'as "complete" (2026-07-28 basic, ResultType).'
+)
+UNKNOWN_RESULT_TYPE = (
+    "A resultType of any value unrecognized by the client MUST be considered invalid (2026-07-28 basic, ResultType)."
+)
+INPUT_REQUESTS = (
+    "Servers MUST NOT send an inputRequests that the client has not declared support for in its capabilities "
+    "... Servers MAY choose to return an InputRequiredResult on multiple attempts at the same request "
+    "(2026-07-28 basic/patterns/mrtr)."
+)
+SERVER_INFO = (
+    "Servers SHOULD include io.modelcontextprotocol/serverInfo on every response ... Clients SHOULD NOT use "
+    "it to change their behavior (2026-07-28 schema.ts, ResultMetaObject)."
+)
+UNSUPPORTED = (
+    "If the server does not implement the requested version, it MUST respond with an "
+    "UnsupportedProtocolVersionError listing the versions it does support. The client SHOULD select a "
+    "mutually supported version from the supported list and retry the request, or surface an error to the "
+    "user if no compatible version exists (2026-07-28 basic/versioning)."
+)
+MODERN_ONLY: tuple[Protocol, ...] = ("2026-07-28",)
+
 
 WAITS_LATE = "the server answers after a 2 s delay"
 WAITS_OWN_TIMEOUT = "a client that does not take the answer as one waits for its own request timeout"
@@ -89,6 +143,9 @@ class Case:
     outcome does not depend on how long the client waits gets the smallest budget that still lets
     the client's own timeout (a share of the budget) fire first; ``budget_why`` says why it is enough."""
     budget_why: str | None = None
+    protocols: tuple[Protocol, ...] = PROTOCOLS
+    """The revisions under which the case means something (a fault of the ``initialize`` answer: the
+    handshake era only)."""
 
 
 def _schema(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: Any) -> Case:
@@ -148,14 +205,16 @@ CASES: tuple[Case, ...] = (
     _schema(
         "wrong-container",
         "structuredContent is an array holding the object, not the object.",
-        "structuredContent: { [key: string]: unknown } (an object, schema.ts). " + VALIDATE,
+        "structuredContent: { [key: string]: unknown } (an object, 2025-11-25 schema.ts). " + VALIDATE + " Under "
+        "2026-07-28 structuredContent may be any JSON value that conforms to the outputSchema (an object here).",
         "MUST",
         "structuredContent=[{...}]",
     ),
     _schema(
         "null-structured",
         "structuredContent is JSON null.",
-        "structuredContent is an optional object (schema.ts); null is not an object.",
+        "structuredContent is an optional object (2025-11-25 schema.ts); null is not an object. Under 2026-07-28 "
+        "null is a JSON value, valid where the outputSchema allows it (not here: it is an object).",
         "MUST",
         "structuredContent=null",
     ),
@@ -233,6 +292,55 @@ CASES: tuple[Case, ...] = (
         "the ok result after 2 s",
         waits=WAITS_LATE,
     ),
+    _schema(
+        "structured-array",
+        "structuredContent is an array of accounts, and the outputSchema says so (type array).",
+        STRUCTURED_ANY,
+        "MUST",
+        "outputSchema={type: array, items: account}, structuredContent=[{...}]",
+    ),
+    _schema(
+        "structured-string",
+        "structuredContent is a string, and the outputSchema says so (type string).",
+        STRUCTURED_ANY,
+        "MUST",
+        'outputSchema={type: string}, structuredContent="ACC-4471: 40718.77 USD"',
+    ),
+    _schema(
+        "structured-number",
+        "structuredContent is the balance as a number, and the outputSchema says so (type integer).",
+        STRUCTURED_ANY,
+        "MUST",
+        "outputSchema={type: integer}, structuredContent=4071877",
+    ),
+    _schema(
+        "structured-null",
+        "structuredContent is null, and the outputSchema allows it (anyOf account, null).",
+        STRUCTURED_ANY,
+        "MUST",
+        'outputSchema={anyOf: [account, {type: null}]}, structuredContent=null, text "null"',
+    ),
+    _schema(
+        "schema-ref-defs",
+        "The outputSchema reaches the account through $ref/$defs, with 2020-12 keywords; the result conforms.",
+        DIALECT,
+        "MUST",
+        "outputSchema={$ref: #/$defs/account, $defs, unevaluatedProperties: false, ...}, the ok result",
+    ),
+    _schema(
+        "schema-ref-unresolvable",
+        "The outputSchema's currency is a $ref to a network URI that resolves nowhere (.invalid).",
+        REF_NETWORK,
+        "SHOULD",
+        "properties.currency={$ref: https://schemas.example.invalid/ledger/currency.json}, the ok result",
+    ),
+    _schema(
+        "schema-composition-heavy",
+        "The outputSchema chains 16 $defs, each allOf the next twice: 65,536 evaluations without bounds.",
+        COMPOSITION,
+        "SHOULD",
+        "outputSchema with $defs level0..level16 (allOf [next, next]), the ok result",
+    ),
     _size("text-9mib", "One text block of 9,437,184 ASCII bytes.", "text of 9 MiB"),
     _size("text-10mib", "One text block of 10,485,760 ASCII bytes.", "text of 10 MiB"),
     _size("text-12mib", "One text block of 12,582,912 ASCII bytes.", "text of 12 MiB"),
@@ -276,6 +384,7 @@ CASES: tuple[Case, ...] = (
         STDOUT_ONLY_MCP,
         "MUST",
         '"Reference ledger server 0.1.0 - listening on stdio ..." then the initialize answer',
+        protocols=(LEGACY_PROTOCOL,),
     ),
     _transport(
         "stderr-flood",
@@ -369,6 +478,7 @@ CASES: tuple[Case, ...] = (
         VERSION,
         "SHOULD",
         'protocolVersion = "1999-01-01", then normal answers',
+        protocols=(LEGACY_PROTOCOL,),
     ),
     _protocol(
         "jsonrpc-error",
@@ -393,6 +503,48 @@ CASES: tuple[Case, ...] = (
         waits=WAITS_OWN_TIMEOUT,
         budget_s=TIMEOUT_BUDGET_S,
         budget_why=TIMEOUT_BUDGET_WHY,
+    ),
+    _protocol(
+        "resulttype-missing",
+        "Under 2026-07-28, the call's result has no resultType.",
+        RESULT_TYPE,
+        "MUST",
+        "the ok result without resultType",
+        protocols=MODERN_ONLY,
+    ),
+    _protocol(
+        "resulttype-unknown",
+        'Under 2026-07-28, the call\'s result has resultType "partial", which no revision defines.',
+        UNKNOWN_RESULT_TYPE,
+        "MUST",
+        'the ok result with resultType="partial"',
+        protocols=MODERN_ONLY,
+    ),
+    _protocol(
+        "input-required-unanswerable",
+        "Under 2026-07-28, every call is answered input_required with an elicitation the client never "
+        "declared it can answer (retries too).",
+        INPUT_REQUESTS,
+        "MUST",
+        'resultType="input_required", inputRequests={confirm_read: elicitation/create (form)}, requestState',
+        protocols=MODERN_ONLY,
+    ),
+    _protocol(
+        "no-server-info",
+        "Under 2026-07-28, the call's result has no _meta serverInfo.",
+        SERVER_INFO,
+        "SHOULD",
+        "the ok result without _meta io.modelcontextprotocol/serverInfo",
+        protocols=MODERN_ONLY,
+    ),
+    _protocol(
+        "unsupported-version",
+        "Under 2026-07-28, the server claims to speak only 2027-03-15 and refuses every request with "
+        "UnsupportedProtocolVersion.",
+        UNSUPPORTED,
+        "SHOULD",
+        'error {code: -32022, data: {supported: ["2027-03-15"], requested}} for every request',
+        protocols=MODERN_ONLY,
     ),
     _protocol(
         "unknown-content-type",

@@ -23,6 +23,13 @@ After the case's call(s), every adapter makes a follow-up call `echo(text="follo
 session; the server answers it correctly in every case. Whether it succeeds decides `reject` versus
 `disconnect`.
 
+Cases run under each protocol revision where they mean something (the *protocols* column): the
+reference server speaks 2025-11-25 (the `initialize` handshake) or 2026-07-28 (stateless: the
+version and capabilities in every request's `_meta`, `server/discover`, `resultType` on every
+result). A column runs the catalog under each revision its manifest declares (`protocols`); under
+any other it runs `ok` only, which shows what the client does with a server of that revision.
+Clauses name the revision they quote.
+
 Cases run on every transport where they mean something: stdio, and Streamable HTTP with JSON
 (`http-json`) or SSE (`http-sse`) answers; the `transport` family is about the stdio pipe and runs
 on stdio only. `cancel-then-followup` asks the adapter to cancel its call after 1 s with the
@@ -44,8 +51,10 @@ def markdown() -> str:
     lines = [INTRO]
     for family in catalog.FAMILIES:
         lines.append(f"\n## Family `{family}`\n")
-        lines.append("| case | what the server does | what it sends | level | clause | calls | transports | waits |")
-        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        lines.append(
+            "| case | what the server does | what it sends | level | clause | calls | transports | protocols | waits |"
+        )
+        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for case in catalog.CASES:
             if case.family != family:
                 continue
@@ -57,6 +66,7 @@ def markdown() -> str:
                 case.clause,
                 str(case.calls),
                 ", ".join(case.transports),
+                ", ".join(case.protocols),
                 case.waits or "",
             )
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")

@@ -1,4 +1,4 @@
-"""Cells: one adapter variant x one case x one schema mode x one transport.
+"""Cells: one adapter variant x one case x one schema mode x one transport x one protocol revision.
 
 :func:`build` expands the manifests and the catalog into cells, filtered and sharded;
 :meth:`Cell.to_file` is the cell file handed to an adapter (``docs/adapters.md``).
@@ -37,6 +37,8 @@ class Cell:
     schema: catalog.SchemaMode
     transport: str
     budget_scale: float = 1.0
+    protocol: str = catalog.LEGACY_PROTOCOL
+    """The revision the reference server speaks, and the one the client is asked for."""
 
     @property
     def column(self) -> str:
@@ -45,7 +47,7 @@ class Cell:
     @property
     def key(self) -> str:
         """A stable id, safe as a directory name."""
-        return "--".join((self.adapter.name, self.variant.id, self.case.id, self.schema, self.transport))
+        return "--".join((self.adapter.name, self.variant.id, self.case.id, self.schema, self.transport, self.protocol))
 
     @property
     def budget_s(self) -> float:
@@ -59,7 +61,8 @@ class Cell:
 
     def server_args(self, server_dir: Path, journal: Path) -> list[str]:
         """The reference server's arguments (for HTTP the harness starts it; for stdio the client)."""
-        args = [str(server_dir), "--case", self.case.id, "--schema", self.schema, "--journal", str(journal)]
+        args = [str(server_dir), "--case", self.case.id, "--schema", self.schema, "--protocol", self.protocol]
+        args += ["--journal", str(journal)]
         return args + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
 
     def calls(self) -> list[dict[str, Any]]:
@@ -83,6 +86,7 @@ class Cell:
             "options": dict(self.variant.options),
             "case": self.case.id,
             "transport": self.transport,
+            "protocol": self.protocol,
             "server": {
                 "command": None if self.is_http else python,
                 "args": None if self.is_http else self.server_args(server_dir, journal),
@@ -105,6 +109,7 @@ class Selection:
     families: tuple[str, ...] = ()
     shard: tuple[int, int] = (1, 1)
     transports: tuple[str, ...] = ()
+    protocols: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         index, count = self.shard
@@ -138,10 +143,22 @@ def check(adapters: list[Adapter], selection: Selection) -> None:
     for family in selection.families:
         if family not in catalog.FAMILIES:
             raise unknown("family", family, catalog.FAMILIES, f"families: {', '.join(catalog.FAMILIES)}")
+    for protocol in selection.protocols:
+        if protocol not in catalog.PROTOCOLS:
+            raise unknown("protocol", protocol, catalog.PROTOCOLS, f"protocols: {', '.join(catalog.PROTOCOLS)}")
+
+
+def _runs_under(adapter: Adapter, case: catalog.Case, protocol: str) -> bool:
+    """Whether the adapter runs the case under this revision: every case that means something there
+    when the adapter declares the revision, else only the era cases (:data:`catalog.ERA_CASES`)."""
+    if protocol not in case.protocols:
+        return False
+    return protocol in adapter.protocols or case.id in catalog.ERA_CASES
 
 
 def build(adapters: list[Adapter], selection: Selection = Selection(), budget_scale: float = 1.0) -> list[Cell]:
-    """All selected cells, in a stable order (case-major, so that slow families spread out).
+    """All selected cells, in a stable order (case-major, so that slow families spread out; a case's
+    cells under each revision next to each other).
 
     ``budget_scale`` multiplies every cell's time budget (for slow machines, or fast tests).
     Unknown names are a :class:`UsageError` (:func:`check`); an empty result is not an error here.
@@ -150,14 +167,17 @@ def build(adapters: list[Adapter], selection: Selection = Selection(), budget_sc
         raise UsageError(f"budget scale {budget_scale}: expected a positive number")
     check(adapters, selection)
     cells = [
-        Cell(adapter, variant, case, schema, transport, budget_scale)
+        Cell(adapter, variant, case, schema, transport, budget_scale, protocol)
         for case in catalog.CASES
         if _matches(case.id, selection.cases) and _matches(case.family, selection.families)
+        for protocol in catalog.PROTOCOLS
+        if _matches(protocol, selection.protocols)
         for schema in case.schema_modes
         for adapter in adapters
         for variant in adapter.variants
         if not selection.adapters or adapter.name in selection.adapters or adapter.column(variant) in selection.adapters
         if adapter.families is None or case.family in adapter.families
+        if _runs_under(adapter, case, protocol)
         for transport in (variant.transports or adapter.transports)
         if transport in case.transports and _matches(transport, selection.transports)
     ]

@@ -21,6 +21,7 @@ import pandas as pd
 from servers.reference.elide import as_text
 
 from . import compare, model_view
+from .catalog import LEGACY_PROTOCOL
 from .cells import FOLLOWUP_TEXT, TOOL_CALL
 from .records import Call, CellRecord, ErrorInfo, JournalEvent, Observation, RunMeta
 
@@ -42,6 +43,8 @@ COLUMNS = (
     "family",
     "schema",
     "transport",
+    "protocol",
+    "wire_protocol",
     "outcome",
     "timeout_by",
     "followup",
@@ -132,6 +135,16 @@ def _is_case_call(event: JournalEvent) -> bool:
     )
 
 
+def wire_protocol(journal: list[JournalEvent]) -> str | None:
+    """The revision the client spoke, from the server's journal: that of the case's first tool call,
+    else that of the last request the server received (e.g. an ``initialize`` a modern-only server
+    refused); None when the server received no request."""
+    requests = [event for event in journal if event.get("event") == "recv" and event.get("kind") == "request"]
+    calls = [event for event in requests if _is_case_call(event)]
+    chosen = calls[0] if calls else (requests[-1] if requests else None)
+    return chosen.get("protocol") if chosen else None
+
+
 def sent_results(journal: list[JournalEvent]) -> list[JournalEvent]:
     """The messages the server sent in answer to the case's tool calls, in order."""
     call_ids = [event.get("id") for event in journal if _is_case_call(event)]
@@ -209,6 +222,8 @@ def facts(record: CellRecord) -> dict[str, Any]:
         "family": record["family"],
         "schema": record["schema"],
         "transport": record["transport"],
+        "protocol": record.get("protocol", LEGACY_PROTOCOL),
+        "wire_protocol": wire_protocol(journal),
         "harness_error": record["harness_error"],
         "timed_out": bool(proc and proc["timed_out"]),
         "has_observation": record["observation"] is not None,
@@ -320,5 +335,7 @@ def cells_frame(records: list[CellRecord], meta: RunMeta) -> pd.DataFrame:
     frame["package_version"] = frame["adapter"].map(lambda name: (adapters.get(name) or {}).get("package_version"))
     frame["package_version"] = frame["package_version"].fillna(frame["package_version_observed"])
     return (
-        frame[list(COLUMNS)].sort_values(["family", "case", "schema", "client"], kind="stable").reset_index(drop=True)
+        frame[list(COLUMNS)]
+        .sort_values(["family", "case", "protocol", "schema", "client"], kind="stable")
+        .reset_index(drop=True)
     )

@@ -115,6 +115,13 @@ def _selection_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--transport", action="append", default=[], choices=manifest.TRANSPORTS, help="transport; repeatable"
     )
+    command.add_argument(
+        "--protocol",
+        action="append",
+        default=[],
+        choices=catalog.PROTOCOLS,
+        help="protocol revision the server speaks and the client is asked for; repeatable",
+    )
 
 
 def _backend_flags(command: argparse.ArgumentParser, *, build: bool = False) -> None:
@@ -253,7 +260,12 @@ def _kind(args: argparse.Namespace) -> str | None:
 
 def _selection(args: argparse.Namespace) -> cells.Selection:
     return cells.Selection(
-        tuple(args.adapter), tuple(args.case), tuple(args.family), getattr(args, "shard", (1, 1)), tuple(args.transport)
+        tuple(args.adapter),
+        tuple(args.case),
+        tuple(args.family),
+        getattr(args, "shard", (1, 1)),
+        tuple(args.transport),
+        tuple(args.protocol),
     )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from .catalog import FAMILIES
+from .catalog import FAMILIES, LEGACY_PROTOCOL, PROTOCOLS
 
 Option = str | int | float | bool
 
@@ -31,6 +31,7 @@ KNOWN_KEYS = {
     "entry",
     "transports",
     "families",
+    "protocols",
     "fork_safe",
     "snapshot_safe",
     "options",
@@ -78,6 +79,10 @@ class Adapter:
     """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
     families: tuple[str, ...] | None = None
     """The fault families the adapter runs, when fewer than all (``None``: every family)."""
+    protocols: tuple[str, ...] = (LEGACY_PROTOCOL,)
+    """The protocol revisions the client can be asked for (:data:`harness.catalog.PROTOCOLS`): under
+    each, every case of the catalog that means something there runs; under any other revision only
+    :data:`harness.catalog.ERA_CASES` (what the client does with a server that speaks only that one)."""
     fork_safe: bool = True
     """Whether a Python adapter may run in a warm worker (its modules imported once, a forked child
     per cell: :mod:`harness.workers`); ``false`` in the manifest for a library that is not safe to
@@ -213,6 +218,9 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
         if not isinstance(families, list) or not families or any(f not in FAMILIES for f in families):
             raise _fail(path, "families", f"expected a non-empty list of {', '.join(FAMILIES)}, got {families!r}")
         families = tuple(families)
+    protocols = data.get("protocols", [LEGACY_PROTOCOL])
+    if not isinstance(protocols, list) or not protocols or any(p not in PROTOCOLS for p in protocols):
+        raise _fail(path, "protocols", f"expected a non-empty list of {', '.join(PROTOCOLS)}, got {protocols!r}")
     fork_safe = data.get("fork_safe", True)
     if not isinstance(fork_safe, bool):
         raise _fail(path, "fork_safe", f"expected true or false, got {fork_safe!r}")
@@ -246,6 +254,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
         node=node,
         kind=kind,
         families=families,
+        protocols=tuple(p for p in PROTOCOLS if p in protocols),
         fork_safe=fork_safe,
         snapshot_safe=snapshot_safe,
     )

@@ -37,6 +37,7 @@ def adapter_meta(adapter: Adapter, described: dict[str, Any]) -> AdapterMeta:
             "kind": adapter.kind,
             "runtime": adapter.runtime,
             "package": adapter.package or None,
+            "protocols": list(adapter.protocols),
             **described,
             "variants": {
                 v.id: {"column": adapter.column(v), "description": v.description, "options": v.options}

@@ -2,7 +2,7 @@
 
 On a terminal the bar shows the counts per outcome, the last finished cell, done/total and an ETA,
 and fits the terminal's width. Elsewhere (CI logs, a pipe) every finished cell gets one line that
-names the whole cell: ``[ 12/648] ts-sdk/call-only type-swap advertised stdio -> reject (1.2s)``.
+names the whole cell: ``[ 12/648] ts-sdk/call-only type-swap advertised stdio 2025-11-25 -> reject (1.2s)``.
 Both end with the same summary line.
 """
 

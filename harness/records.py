@@ -11,7 +11,7 @@ back as plain dicts, so they are :class:`~typing.TypedDict` (a misspelt key is a
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 CONTRACT = 1
 """The version of the cell-file / observation contract (``docs/adapters.md``)."""
@@ -94,6 +94,7 @@ class JournalEvent(TypedDict, total=False):
     http: dict[str, Any]
     error: str
     line: str
+    protocol: str | None
 
 
 class ProcessFacts(TypedDict):
@@ -119,6 +120,9 @@ class CellRecord(TypedDict):
     family: str
     schema: str
     transport: str
+    protocol: NotRequired[str]
+    """The revision the server spoke and the client was asked for (absent in runs before the axis:
+    ``2025-11-25``)."""
     budget_ms: int
     harness_error: str | None
     process: ProcessFacts | None
@@ -148,6 +152,8 @@ class AdapterMeta(TypedDict, total=False):
     node_release: str | None
     isolation: str
     """How the adapter's cells ran: ``worker`` (forked from a warm worker), ``process (why)``, ``container``."""
+    protocols: list[str]
+    """The revisions the adapter can be asked for (its manifest's ``protocols``)."""
     variants: dict[str, VariantMeta]
 
 
@@ -163,6 +169,8 @@ class RunSettings(TypedDict):
     cases: list[str]
     families: list[str]
     transports: list[str]
+    protocols: NotRequired[list[str]]
+    """The ``--protocol`` selection (absent in runs before the protocol axis)."""
     kind: str | None
     cells: int
     budget_scale: float

@@ -61,14 +61,18 @@ CHANNEL_LEGEND = {
 
 @dataclass
 class Row:
-    """One matrix row: a case in one schema mode on one transport."""
+    """One matrix row: a case under one protocol revision, in one schema mode, on one transport."""
 
     case: catalog.Case
+    protocol: str
     schema: str
     transport: str
     first: bool
     """The first row of its case (it carries the description)."""
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    not_asked: dict[str, str] = field(default_factory=dict)
+    """Columns that do not declare this row's revision (they run only :data:`catalog.ERA_CASES` under
+    it), each with the link to its era cell on this transport: what it did with such a server."""
 
     @property
     def vector(self) -> str:
@@ -119,6 +123,7 @@ def _columns(frame: pd.DataFrame, meta: RunMeta) -> list[dict[str, Any]]:
                         "image_id": info.get("image_id"),
                         "image_short": (info.get("image_id") or "").split(":")[-1][:12],
                         "kind": info.get("kind", "sdk"),
+                        "protocols": info.get("protocols", [catalog.LEGACY_PROTOCOL]),
                     }
                 )
     return columns
@@ -130,27 +135,47 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
         **row,
         "short": short_error(row),
         "no_model_view": report_view.no_model_view(row),
+        "spoke_other": report_view.other_revision(row),
         "href": f"cells/{row['key']}.html",
     }
 
 
+CellIndex = dict[tuple[str, str, str, str, str], dict[str, Any]]
+"""Cells by (case, protocol, schema, transport, client)."""
+
+
+def _era_href(by_cell: CellIndex, protocol: str, transport: str, client: str) -> str | None:
+    """The link to a column's first era cell (:data:`catalog.ERA_CASES`) under ``protocol`` on ``transport``."""
+    for case_id in catalog.ERA_CASES:
+        for schema in catalog.get(case_id).schema_modes:
+            cell = by_cell.get((case_id, protocol, schema, transport, client))
+            if cell is not None:
+                return str(cell["href"])
+    return None
+
+
 def _rows(cells: list[dict[str, Any]], columns: list[dict[str, Any]]) -> list[Row]:
-    """Rows in catalog order; a case's schema modes and transports are adjacent rows."""
-    by_cell = {(r["case"], r["schema"], r["transport"], r["client"]): r for r in cells}
+    """Rows in catalog order; a case's revisions, schema modes and transports are adjacent rows."""
+    by_cell: CellIndex = {(r["case"], r["protocol"], r["schema"], r["transport"], r["client"]): r for r in cells}
     transports = [t for t in TRANSPORT_ORDER if any(r["transport"] == t for r in cells)]
     rows = []
     for case in catalog.CASES:
         first = True
-        for schema in case.schema_modes:
-            for transport in transports:
-                row = Row(case, schema, transport, first)
-                for column in columns:
-                    data = by_cell.get((case.id, schema, transport, column["client"]))
-                    if data is not None:
-                        row.cells[column["client"]] = data
-                if row.cells:
-                    rows.append(row)
-                    first = False
+        for protocol in catalog.PROTOCOLS:
+            for schema in case.schema_modes:
+                for transport in transports:
+                    row = Row(case, protocol, schema, transport, first)
+                    for column in columns:
+                        data = by_cell.get((case.id, protocol, schema, transport, column["client"]))
+                        if data is not None:
+                            row.cells[column["client"]] = data
+                        elif protocol not in column["protocols"]:
+                            href = _era_href(by_cell, protocol, transport, column["client"])
+                            if href is not None:
+                                row.not_asked[column["client"]] = href
+                    if row.cells:
+                        rows.append(row)
+                        first = False
     return rows
 
 

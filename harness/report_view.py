@@ -68,6 +68,14 @@ def plain_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
+def other_revision(cell: Mapping[str, Any]) -> str | None:
+    """The revision the client spoke (journal) when it is not the one the cell asked for, else None."""
+    spoken = cell.get("wire_protocol")
+    if not isinstance(spoken, str) or spoken == cell.get("protocol"):
+        return None
+    return spoken
+
+
 def no_model_view(cell: dict[str, Any]) -> str | None:
     """Why no tool output reached the model in a framework cell, or ``None`` when some did."""
     return None if cell["model_channel"] else NO_MODEL_VIEW[cell["outcome"]]

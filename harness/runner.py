@@ -53,6 +53,7 @@ def _base_record(cell: Cell) -> CellRecord:
         "family": cell.case.family,
         "schema": cell.schema,
         "transport": cell.transport,
+        "protocol": cell.protocol,
         "budget_ms": int(cell.budget_s * 1000),
         "harness_error": None,
         "process": None,

@@ -104,6 +104,7 @@ def _describe(request: Request) -> str:
             ("case", selection.cases),
             ("family", selection.families),
             ("transport", selection.transports),
+            ("protocol", selection.protocols),
         )
         for value in values
     ]
@@ -159,6 +160,7 @@ def _settings(request: Request, backend: str, count: int) -> RunSettings:
         "cases": list(selection.cases),
         "families": list(selection.families),
         "transports": list(selection.transports),
+        "protocols": list(selection.protocols),
         "kind": request.kind,
         "cells": count,
         "budget_scale": request.budget_scale,
@@ -186,6 +188,7 @@ def request_of(run_meta: RunMeta, jobs: int) -> Request:
         tuple(settings["families"]),
         (settings["shard"][0], settings["shard"][1]),
         tuple(settings.get("transports", [])),
+        tuple(settings.get("protocols", [])),
     )
     return Request(selection, settings.get("kind"), run_meta.get("backend", "local"), jobs, settings["budget_scale"])
 
@@ -229,7 +232,7 @@ def _execute(
             outcome = f"unclassified ({type(exc).__name__}: {exc})"
         process = record["process"]
         seconds = process["wall_ms"] / 1000 if process else None
-        label = f"{record['column']} {record['case']} {record['schema']} {record['transport']}"
+        label = f"{record['column']} {record['case']} {record['schema']} {record['transport']} {record.get('protocol')}"
         progress.update(label, outcome, seconds)
 
     outcome = Outcome(run, broken)

@@ -57,14 +57,19 @@ class Checkout:
         path = self.root / "results" / run_id / "cells.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()]
 
-    def rows(self, run_id: str, transport: str = "stdio") -> dict[tuple[str, str, str], dict[str, Any]]:
-        """Classified rows of one transport keyed by (client, case, schema), from the rendered CSV."""
+    def rows(
+        self, run_id: str, transport: str = "stdio", protocol: str = "2025-11-25"
+    ) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """Classified rows of one transport and protocol revision keyed by (client, case, schema),
+        from the rendered CSV."""
         import pandas as pd
 
         self.harness("report", "--run", run_id)
         frame = pd.read_csv(self.root / "reports" / "data" / "cells.csv", keep_default_na=False)
         return {
-            (r["client"], r["case"], r["schema"]): r for r in frame.to_dict("records") if r["transport"] == transport
+            (r["client"], r["case"], r["schema"]): r
+            for r in frame.to_dict("records")
+            if r["transport"] == transport and r["protocol"] == protocol
         }
 
     def processes_left(self) -> list[str]:

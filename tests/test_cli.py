@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
+from harness import catalog, cli
 
 from .conftest import REPO
+
+LEGACY = ("--protocol", "2025-11-25")
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -68,12 +70,12 @@ def test_unknown_kind_and_empty_selection_write_nothing(checkout):
 def test_a_broken_adapter_directory_is_reported_and_the_rest_runs(checkout):
     scratch = checkout("raw-jsonrpc")
     (scratch.root / "clients" / "empty-dir").mkdir()
-    only = scratch.harness("list", "--adapter", "raw-jsonrpc", "--case", "ok")
+    only = scratch.harness("list", "--adapter", "raw-jsonrpc", "--case", "ok", "--protocol", "2025-11-25")
     assert only.stdout.splitlines()[-1] == "6 cells" and "empty-dir" not in only.stdout
     listing = scratch.harness("list", "--case", "ok")
     assert re.search(r"^empty-dir\s+BROKEN\s+.*empty-dir/adapter.toml: missing", listing.stdout, re.MULTILINE)
 
-    done = scratch.harness("run", "--run-id", "r", "--case", "ok", "--transport", "stdio", check=False)
+    done = scratch.harness("run", "--run-id", "r", "--case", "ok", "--transport", "stdio", *LEGACY, check=False)
     assert done.returncode == cli.EXIT_BROKEN_COLUMNS, done.stderr
     assert "empty-dir could not run" in done.stderr
     rows = scratch.rows("r")
@@ -84,7 +86,9 @@ def test_a_broken_adapter_directory_is_reported_and_the_rest_runs(checkout):
 
 def test_a_failed_environment_records_the_other_cells_and_exits_3(checkout):
     scratch = checkout("raw-jsonrpc", "unbuildable")
-    done = scratch.harness("run", "--run-id", "r", "--case", "ok", "--transport", "stdio", check=False, timeout=300)
+    done = scratch.harness(
+        "run", "--run-id", "r", "--case", "ok", "--transport", "stdio", *LEGACY, check=False, timeout=300
+    )
     assert done.returncode == cli.EXIT_BROKEN_COLUMNS, done.stderr
     assert "unbuildable could not run" in done.stderr and "pip" in done.stderr
     rows = scratch.rows("r")
@@ -145,7 +149,7 @@ def _pty_run(scratch, columns: int) -> str:
     leader, follower = pty.openpty()
     ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     process = subprocess.Popen(
-        scratch.argv(*["run", "--run-id", "tty", "--case", "ok", "--case", "type-swap", "--jobs", "2"]),
+        scratch.argv(*["run", "--run-id", "tty", "--case", "ok", "--case", "type-swap", *LEGACY, "--jobs", "2"]),
         cwd=REPO,
         stdin=subprocess.DEVNULL,
         stdout=follower,
@@ -182,7 +186,9 @@ def test_progress_fits_the_terminal_and_plain_lines_name_the_whole_cell(checkout
 
     plain = scratch.harness("run", "--run-id", "plain", "--case", "ok", "--jobs", "2").stderr
     for transport in ("stdio", "http-json", "http-sse"):
-        assert re.search(rf"^\[\d+/6\] raw-jsonrpc ok advertised {transport} -> pass", plain, re.MULTILINE)
+        for protocol in catalog.PROTOCOLS:
+            line = rf"^\[\s*\d+/12\] raw-jsonrpc ok advertised {transport} {protocol} -> pass"
+            assert re.search(line, plain, re.MULTILINE), (transport, protocol)
 
 
 def test_help_version_and_console_script():
@@ -213,9 +219,17 @@ def test_readme_documents_every_exit_code():
 
 
 def test_list_counts_the_cells_of_a_selection(checkout):
+    """raw-jsonrpc declares both revisions, schema-only (a stdio fixture) only 2025-11-25: under
+    2026-07-28 it runs the era case ``ok`` alone."""
     scratch = checkout("raw-jsonrpc", "schema-only")
     listing = scratch.harness("list", "--case", "ok")
-    assert listing.stdout.splitlines()[-1] == "8 cells"
+    assert listing.stdout.splitlines()[-1] == "16 cells"
     assert re.search(r"^raw-jsonrpc\s+python\s+-\s+raw-jsonrpc$", listing.stdout, re.MULTILINE)
+    for protocol in catalog.PROTOCOLS:
+        one = scratch.harness("list", "--case", "ok", "--protocol", protocol).stdout
+        assert one.splitlines()[-1] == "8 cells", protocol
+    schema_cases = [case for case in catalog.CASES if case.family == "schema"]
     meta = scratch.harness("list", "--adapter", "schema-only", "--family", "schema").stdout
-    assert meta.splitlines()[-1] == f"{18 * 2} cells"
+    assert meta.splitlines()[-1] == f"{len(schema_cases) * 2 + 2} cells"
+    modern = scratch.harness("list", "--adapter", "schema-only", "--protocol", "2026-07-28").stdout
+    assert modern.splitlines()[-1] == "2 cells"

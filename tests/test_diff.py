@@ -5,7 +5,7 @@ from __future__ import annotations
 
 def test_diff_reports_changed_and_missing_cells(checkout):
     scratch = checkout("raw-jsonrpc", "crash")
-    common = ("--case", "ok", "--transport", "stdio")
+    common = ("--case", "ok", "--transport", "stdio", "--protocol", "2025-11-25")
     scratch.harness("run", "--run-id", "a", "--adapter", "raw-jsonrpc", *common)
     scratch.harness("run", "--run-id", "b", *common)
     scratch.harness("run", "--run-id", "starved", "--adapter", "raw-jsonrpc", "--budget-scale", "0.0005", *common)
@@ -20,7 +20,10 @@ def test_diff_reports_changed_and_missing_cells(checkout):
     changed = scratch.harness("diff", "a", "starved", check=False)
     assert changed.returncode == 1
     assert "2 differ" in changed.stdout
-    assert "raw-jsonrpc--default--ok--advertised--stdio: outcome: pass (a) != timeout (starved)" in changed.stdout
+    assert (
+        "raw-jsonrpc--default--ok--advertised--stdio--2025-11-25: outcome: pass (a) != timeout (starved)"
+        in changed.stdout
+    )
 
     missing = scratch.harness("diff", "a", "nope", check=False)
     assert missing.returncode == 2 and "no such run" in missing.stderr

@@ -84,6 +84,8 @@ def test_images_are_built_once_and_bad_adapters_are_contained(engine, checkout):
         "0.1",
         "--jobs",
         "2",
+        "--protocol",
+        "2025-11-25",
     )
     rows = scratch.rows("docker")
     for case in ("ok", "type-swap"):
@@ -97,9 +99,9 @@ def test_images_are_built_once_and_bad_adapters_are_contained(engine, checkout):
     assert http[("raw-jsonrpc", "ok", "advertised")]["outcome"] == "pass"
 
     records = {r["key"]: r for r in scratch.records("docker")}
-    stdio = records["raw-jsonrpc--default--ok--advertised--stdio"]
+    stdio = records["raw-jsonrpc--default--ok--advertised--stdio--2025-11-25"]
     assert stdio["journal"][0]["event"] == "start", "the server ran in the container and journaled"
-    http_record = records["raw-jsonrpc--default--ok--advertised--http-json"]
+    http_record = records["raw-jsonrpc--default--ok--advertised--http-json--2025-11-25"]
     assert http_record["journal"][-1]["event"] == "exit", "the server container was stopped, not killed"
 
     meta = json.loads((scratch.root / "results" / "docker" / "meta.json").read_text())

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from harness import manifest
+from harness import catalog, manifest
 from harness.cells import TOOL_CALL
 from harness.classify import OUTCOMES
 
@@ -22,8 +22,12 @@ from .conftest import REPO
 SDK_ADAPTERS = ("python-mcp", "python-mcp-v1", "ts-sdk", "ts-client-v2")
 
 
+def _adapter(name: str) -> manifest.Adapter:
+    return manifest.load(REPO / "clients" / name / "adapter.toml")
+
+
 def pinned_version(name: str) -> str:
-    adapter = manifest.load(REPO / "clients" / name / "adapter.toml")
+    adapter = _adapter(name)
     if adapter.runtime == "python":
         text = (REPO / "clients" / name / "requirements.txt").read_text()
         return re.search(rf"^{re.escape(adapter.package)}==(\S+)$", text, re.MULTILINE).group(1)
@@ -36,7 +40,18 @@ def schema_slice(tmp_path_factory):
 
     scratch = Checkout(tmp_path_factory.mktemp("e2e") / "checkout", ["raw-jsonrpc", *SDK_ADAPTERS])
     scratch.harness(
-        "run", "--run-id", "e2e", "--case", "ok", "--case", "type-swap", "--case", "missing-content", timeout=900
+        "run",
+        "--run-id",
+        "e2e",
+        "--case",
+        "ok",
+        "--case",
+        "type-swap",
+        "--case",
+        "missing-content",
+        "--protocol",
+        "2025-11-25",
+        timeout=900,
     )
     return scratch, scratch.rows("e2e")
 
@@ -131,10 +146,54 @@ def test_schema_modes_reach_the_wire(schema_slice):
     assert checked == len(SDK_ADAPTERS) * 3 * 2 * 3, "every list-first cell: 3 cases x 2 modes x 3 transports"
 
 
+@pytest.fixture(scope="module")
+def modern_slice(tmp_path_factory):
+    """The control case and one schema case under 2026-07-28, on every transport."""
+    from .conftest import Checkout
+
+    scratch = Checkout(tmp_path_factory.mktemp("modern") / "checkout", ["raw-jsonrpc", *SDK_ADAPTERS])
+    scratch.harness("run", "--run-id", "m", "--protocol", "2026-07-28", "--case", "ok", "--case", "type-swap")
+    return scratch
+
+
+def test_columns_that_declare_2026_07_28_speak_it_and_the_others_show_what_they_did(modern_slice):
+    scratch = modern_slice
+    declares = {name for name in ("raw-jsonrpc", *SDK_ADAPTERS) if "2026-07-28" in _adapter(name).protocols}
+    assert declares == {"raw-jsonrpc", "python-mcp", "ts-client-v2"}
+    for transport in ("stdio", "http-json", "http-sse"):
+        rows = scratch.rows("m", transport, protocol="2026-07-28")
+        assert rows and {row["outcome"] for row in rows.values()} <= set(OUTCOMES) - {"harness-error", "crash"}
+        for (client, case, schema), row in rows.items():
+            where = (transport, client, case, schema, row["error_message"])
+            if row["adapter"] in declares:
+                assert row["wire_protocol"] == "2026-07-28", where
+                if case == "ok":
+                    assert row["outcome"] == "pass" and str(row["altered"]) == "False", where
+                    assert row["followup"] == "ok", where
+            else:  # a handshake-era client against a server that speaks 2026-07-28 only
+                assert case in catalog.ERA_CASES, where
+                assert row["wire_protocol"] in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"), where
+                assert row["outcome"] != "pass", where
+    assert scratch.processes_left() == []
+
+
+def test_the_report_names_the_spoken_revision_and_the_cells_not_asked(modern_slice):
+    scratch = modern_slice
+    scratch.harness("report", "--run", "m")
+    reports = scratch.root / "reports"
+    index = (reports / "index.html").read_text()
+    assert "spoke 2025-11-25" in index, "a handshake-era column's era cell says what it spoke"
+    assert "not asked" in index, "a handshake-era column's type-swap rows under 2026-07-28"
+    page = (reports / "cells" / "python-mcp--call-only--ok--advertised--http-json--2026-07-28.html").read_text()
+    assert "the client's requests carried 2026-07-28" in page
+    journal = [e for e in scratch.records("m") if e["key"].startswith("python-mcp--call-only--ok--advertised--stdio")]
+    assert {e.get("protocol") for e in journal[0]["journal"] if e["event"] == "recv"} == {"2026-07-28"}
+
+
 @pytest.mark.slow
 def test_size_family_with_every_column(checkout):
     scratch = checkout("raw-jsonrpc", *SDK_ADAPTERS)
-    scratch.harness("run", "--run-id", "size", "--family", "size", timeout=1800)
+    scratch.harness("run", "--run-id", "size", "--family", "size", "--protocol", "2025-11-25", timeout=1800)
     rows = scratch.rows("size")
     assert len(rows) == 11 * 9
     assert len(scratch.rows("size", "http-sse")) == 9 * 9

@@ -15,7 +15,7 @@ CASES = ("ok", "diverge", "iserror-plain", "type-swap", "missing-content")
 def test_the_model_view_of_a_python_and_a_node_framework(checkout):
     scratch = checkout("pydantic-ai", "ai-sdk")
     selection = [arg for case in CASES for arg in ("--case", case)]
-    scratch.harness("run", "--run-id", "frameworks", *selection, timeout=1500)
+    scratch.harness("run", "--run-id", "frameworks", *selection, "--protocol", "2025-11-25", timeout=1500)
     rows = scratch.rows("frameworks")
     assert len(rows) == len(CASES) * 2 * (3 + 2), "3 pydantic-ai and 2 ai-sdk columns, both schema modes"
     for row in rows.values():

@@ -58,6 +58,16 @@ def test_repository_manifests_are_valid():
         (GOOD.replace('runtime = "python"', 'runtime = "ruby"'), "runtime", "expected one of python, node"),
         (GOOD.replace('name = "demo"', 'name = "other"'), "name", "must equal the directory name"),
         (GOOD.replace('title = "Demo"\n', ""), "title", "missing"),
+        (
+            GOOD.replace('transports = ["stdio"]', 'transports = ["stdio"]\nprotocols = ["2025-06-18"]'),
+            "protocols",
+            "expected a non-empty list of 2025-11-25, 2026-07-28",
+        ),
+        (
+            GOOD.replace('transports = ["stdio"]', 'transports = ["stdio"]\nprotocols = []'),
+            "protocols",
+            "expected a non-empty list",
+        ),
         (GOOD.replace('entry = "adapter.py"', 'entry = "nope.py"'), "entry", "does not exist"),
         (GOOD.replace('transports = ["stdio"]', 'transports = ["carrier-pigeon"]'), "transports", "unknown transport"),
         (GOOD.replace("list_tools = false", 'list_tools = "no"'), "variants.call-only.list_tools", "expected bool"),

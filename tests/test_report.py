@@ -59,6 +59,8 @@ def test_report_escapes_client_text_and_links_relatively(checkout):
         "0.5",
         "--transport",
         "stdio",
+        "--protocol",
+        "2025-11-25",
     )
     scratch.harness("report", "--run", "rep")
     reports = scratch.root / "reports"
@@ -93,7 +95,7 @@ def test_data_files_have_the_documented_columns(checkout):
 
 def test_control_characters_from_a_client_are_shown_as_markers(checkout):
     scratch = checkout("garbage")
-    scratch.harness("run", "--run-id", "ctl", "--case", "ok", "--transport", "stdio")
+    scratch.harness("run", "--run-id", "ctl", "--case", "ok", "--transport", "stdio", "--protocol", "2025-11-25")
     scratch.harness("report", "--run", "ctl")
     pages = list((scratch.root / "reports").rglob("*.html"))
     assert len(pages) == 1 + 1 + 2, "index, model view, one evidence page per schema mode"

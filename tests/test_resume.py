@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 
+from harness import catalog
 from harness.process import kill_by_marker
 
 from .conftest import REPO
@@ -22,8 +23,12 @@ def _wait_for_records(path, count: int, timeout_s: float = 120) -> None:
 
 
 def test_kill_and_resume_records_every_cell_once(checkout):
+    """The resumed run keeps the run's own selection, its protocol revision included."""
     scratch = checkout("raw-jsonrpc")
-    command = scratch.argv(*["run", "--run-id", "r", "--family", "schema", "--transport", "stdio", "--jobs", "1"])
+    selection = ["--family", "schema", "--transport", "stdio", "--protocol", "2026-07-28"]
+    total = int(scratch.harness("list", *selection).stdout.splitlines()[-1].split()[0])
+    assert total == 2 * sum(case.family == "schema" for case in catalog.CASES)
+    command = scratch.argv("run", "--run-id", "r", *selection, "--jobs", "1")
     run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     records = scratch.root / "results" / "r" / "cells.jsonl"
     _wait_for_records(records, 8)
@@ -32,13 +37,13 @@ def test_kill_and_resume_records_every_cell_once(checkout):
     assert run.returncode == 130, stderr
     assert "--resume r" in stderr
     first = [line for line in records.read_text().splitlines() if line.strip()]
-    assert 8 <= len(first) < 36, "the run was stopped halfway"
+    assert 8 <= len(first) < total, "the run was stopped halfway"
     assert scratch.processes_left() == []
 
     resumed = scratch.harness("run", "--resume", "r", "--jobs", "2")  # keeps the run's own selection
-    assert f"{len(first)} cells recorded, {36 - len(first)} to run" in resumed.stderr
+    assert f"{len(first)} cells recorded, {total - len(first)} to run" in resumed.stderr
     keys = [record["key"] for record in scratch.records("r")]
-    assert len(keys) == 36 and len(set(keys)) == 36
+    assert len(keys) == total and len(set(keys)) == total
     meta = (scratch.root / "results" / "r" / "meta.json").read_text()
     assert '"resumed"' in meta and '"finished": "' in meta
 
@@ -71,7 +76,9 @@ def test_sigkill_then_resume_drops_the_torn_line_and_the_repeated_record(checkou
     """A killed terminal: no handler runs, cells in flight are lost, the last append may be torn."""
     scratch = checkout("raw-jsonrpc")
     cases = [arg for case in KILLED_CASES for arg in ("--case", case)]
-    command = scratch.argv("run", "--run-id", "k", *cases, *["--transport", "stdio", "--jobs", "2"])
+    command = scratch.argv(
+        "run", "--run-id", "k", *cases, *["--transport", "stdio", "--protocol", "2025-11-25"], "--jobs", "2"
+    )
     run = subprocess.Popen(
         command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )

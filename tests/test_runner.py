@@ -28,6 +28,8 @@ def test_bad_adapters_are_contained(checkout):
         "2",
         "--transport",
         "stdio",
+        "--protocol",
+        "2025-11-25",
     )
     elapsed = time.monotonic() - started
     rows = scratch.rows("faults")
@@ -71,7 +73,8 @@ def test_a_selected_adapter_without_cells_needs_no_environment(checkout):
 def http_faults(tmp_path_factory):
     """One run of the HTTP test doubles: an adapter that hangs after initialize, one that crashes."""
     scratch = Checkout(tmp_path_factory.mktemp("http") / "checkout", ["hang-http", "crash-http"])
-    scratch.harness("run", "--run-id", "http", "--case", "ok", "--budget-scale", "0.05", "--jobs", "2")
+    selection = ("--case", "ok", "--protocol", "2025-11-25", "--budget-scale", "0.05")
+    scratch.harness("run", "--run-id", "http", *selection, "--jobs", "2")
     records = {(r["adapter"], r["schema"]): r for r in scratch.records("http")}
     return scratch, records, scratch.rows("http", transport="http-json")
 

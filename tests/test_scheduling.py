@@ -57,7 +57,7 @@ class Recorder:
 def _cells() -> list[cells.Cell]:
     adapters = [a for a in manifest.discover(REPO / "clients") if a.name == "raw-jsonrpc"]
     cases = ("ok", "type-swap", "no-response", "wrong-id", "malformed-frame", "latency")
-    selection = cells.Selection(cases=cases, transports=("stdio",))
+    selection = cells.Selection(cases=cases, transports=("stdio",), protocols=("2025-11-25",))
     return cells.build(adapters, selection)
 
 

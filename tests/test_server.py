@@ -73,7 +73,26 @@ EXPECTED_SCHEMA_RESULTS = {
     "empty-string": {"content": [{"type": "text", "text": ""}]},
     "truncate": {"content": [{"type": "text", "text": FULL[: len(FULL) // 2]}]},
     "latency": {"content": [text(ACCOUNT)], "structuredContent": ACCOUNT},
+    "structured-array": {"content": [text([ACCOUNT])], "structuredContent": [ACCOUNT]},
+    "structured-string": {"content": [text("ACC-4471: 40718.77 USD")], "structuredContent": "ACC-4471: 40718.77 USD"},
+    "structured-number": {"content": [text(4071877)], "structuredContent": 4071877},
+    "structured-null": {"content": [{"type": "text", "text": "null"}], "structuredContent": None},
+    "schema-ref-defs": {"content": [text(ACCOUNT)], "structuredContent": ACCOUNT},
+    "schema-ref-unresolvable": {"content": [text(ACCOUNT)], "structuredContent": ACCOUNT},
+    "schema-composition-heavy": {"content": [text(ACCOUNT)], "structuredContent": ACCOUNT},
 }
+OWN_OUTPUT_SCHEMAS = {
+    "structured-array": lambda schema: schema == {"type": "array", "items": OUTPUT_SCHEMA},
+    "structured-string": lambda schema: schema == {"type": "string"},
+    "structured-number": lambda schema: schema == {"type": "integer"},
+    "structured-null": lambda schema: schema == {"anyOf": [OUTPUT_SCHEMA, {"type": "null"}]},
+    "schema-ref-defs": lambda schema: schema["$ref"] == "#/$defs/account" and "account" in schema["$defs"],
+    "schema-ref-unresolvable": lambda schema: schema["properties"]["currency"]["$ref"].startswith("https://"),
+    "schema-composition-heavy": lambda schema: (
+        len(schema["$defs"]) == 17 and schema["$defs"]["level0"]["allOf"] == [{"$ref": "#/$defs/level1"}] * 2
+    ),
+}
+"""The outputSchema each case with a schema of its own lists (advertised mode)."""
 
 # (content block type, field holding the payload, payload length in characters, UTF-8 bytes)
 EXPECTED_SIZES = {
@@ -120,6 +139,7 @@ EXPECTED_PROTOCOL_ERRORS = {
     "error-no-message": (-32603, "None"),
 }
 OTHER_PROTOCOL_CASES = {"version-mismatch", "audio"}
+MODERN_ONLY_CASES = {case.id for case in catalog.CASES if case.protocols == ("2026-07-28",)}
 TRANSPORT_CASES = {case.id for case in catalog.CASES if case.family == "transport"}
 
 
@@ -131,6 +151,7 @@ def test_expectations_cover_every_case():
         | set(EXPECTED_PROTOCOL_RESULTS)
         | set(EXPECTED_PROTOCOL_ERRORS)
         | OTHER_PROTOCOL_CASES
+        | MODERN_ONLY_CASES
         | TRANSPORT_CASES
     )
     assert covered == {case.id for case in catalog.CASES}
@@ -153,6 +174,8 @@ def raw_run(tmp_path_factory):
         "size",
         "--family",
         "protocol",
+        "--protocol",
+        "2025-11-25",
     )
     return {record["case"] + "/" + record["schema"]: record for record in checkout.records("raw")}
 
@@ -216,7 +239,8 @@ def test_tools_list_schema_modes(tmp_path, case_id, schema):
     [balance, echo] = listed["result"]["tools"]
     assert (balance["name"], echo["name"]) == ("get_account_balance", "echo")
     if schema == "advertised":
-        assert balance["outputSchema"] == OUTPUT_SCHEMA
+        own = OWN_OUTPUT_SCHEMAS.get(case_id)
+        assert own(balance["outputSchema"]) if own else balance["outputSchema"] == OUTPUT_SCHEMA
     else:
         assert "outputSchema" not in balance
     assert "outputSchema" not in echo
@@ -283,7 +307,9 @@ def transport_run(tmp_path_factory):
     from .conftest import Checkout
 
     checkout = Checkout(tmp_path_factory.mktemp("raw-transport") / "checkout", ["raw-jsonrpc"])
-    checkout.harness("run", "--run-id", "t", "--family", "transport", "--budget-scale", "0.3")
+    checkout.harness(
+        "run", "--run-id", "t", "--family", "transport", "--protocol", "2025-11-25", "--budget-scale", "0.3"
+    )
     assert checkout.processes_left() == []
     return {record["case"]: record for record in checkout.records("t")}
 
@@ -362,3 +388,56 @@ def test_cancel_stops_the_producer(transport_run):
     assert observed["producer_stopped"] is True and 800 <= observed["after_ms"] <= 3000
     assert record["observation"]["calls"][0]["cancelled_after_ms"] is not None
     assert record["observation"]["followup"]["status"] == "returned"
+
+
+@pytest.fixture(scope="module")
+def modern_run(tmp_path_factory):
+    """The protocol family under 2026-07-28, through the raw adapter (which speaks it by hand)."""
+    from .conftest import Checkout
+
+    checkout = Checkout(tmp_path_factory.mktemp("raw-modern") / "checkout", ["raw-jsonrpc"])
+    options = ("--family", "protocol", "--protocol", "2026-07-28", "--transport", "stdio")
+    checkout.harness("run", "--run-id", "m", *options)
+    return {record["case"]: record for record in checkout.records("m")}
+
+
+SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "mcp-client-matrix-reference", "version": "0.1.0"}}
+OK_MODERN = {"resultType": "complete", "content": [text(ACCOUNT)], "structuredContent": ACCOUNT, "_meta": SERVER_INFO}
+
+
+def _call_result(record: dict[str, Any]) -> Any:
+    [call] = record["observation"]["calls"]
+    assert call["status"] == "returned", call
+    return call["result"]
+
+
+def test_modern_results_carry_result_type_and_server_info_unless_the_case_says_otherwise(modern_run):
+    assert _call_result(modern_run["resource-link"])["resultType"] == "complete"
+    assert _call_result(modern_run["resource-link"])["_meta"] == SERVER_INFO
+    assert _call_result(modern_run["resulttype-missing"]) == {k: v for k, v in OK_MODERN.items() if k != "resultType"}
+    assert _call_result(modern_run["resulttype-unknown"]) == {**OK_MODERN, "resultType": "partial"}
+    assert _call_result(modern_run["no-server-info"]) == {k: v for k, v in OK_MODERN.items() if k != "_meta"}
+    asked = _call_result(modern_run["input-required-unanswerable"])
+    assert asked["resultType"] == "input_required" and asked["requestState"] == "ledger-read-ACC-4471-step-1"
+    assert asked["inputRequests"]["confirm_read"]["method"] == "elicitation/create"
+    assert "content" not in asked
+
+
+def test_a_server_of_a_newer_revision_refuses_every_request_naming_it(modern_run):
+    record = modern_run["unsupported-version"]
+    assert record["observation"]["initialize"]["status"] == "raised"
+    [discover] = [e for e in record["journal"] if e["event"] == "recv"]
+    assert (discover["method"], discover["protocol"]) == ("server/discover", "2026-07-28")
+    [answer] = [e["message"] for e in record["journal"] if e["event"] == "send"]
+    assert answer["error"]["code"] == -32022
+    assert answer["error"]["data"] == {"supported": ["2027-03-15"], "requested": "2026-07-28"}
+
+
+def test_every_request_of_a_modern_cell_is_journaled_under_2026_07_28(modern_run):
+    for case_id, record in modern_run.items():
+        [start] = [e for e in record["journal"] if e["event"] == "start"]
+        assert start["protocol"] == "2026-07-28", case_id
+        revisions = {
+            e.get("protocol") for e in record["journal"] if e["event"] == "recv" and e.get("kind") == "request"
+        }
+        assert revisions == {"2026-07-28"}, case_id

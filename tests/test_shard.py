@@ -36,7 +36,7 @@ def test_sharded_runs_record_disjoint_parts_of_the_selection(checkout):
             cells.Selection(("raw-jsonrpc",), ("ok", "type-swap"), transports=("stdio",)),
         )
     }
-    assert total == len(unsharded) == 2 * 2
+    assert total == len(unsharded) == 2 * 2 * 2, "2 cases x 2 schema modes x 2 protocol revisions"
     recorded = []
     for index in range(1, SHARDS + 1):
         run_id = f"shard{index}"

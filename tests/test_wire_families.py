@@ -88,7 +88,8 @@ def wire_run(tmp_path_factory):
     scratch = Checkout(tmp_path_factory.mktemp("wire") / "checkout", ["python-mcp", "ts-sdk"])
     cases = [arg for case in FAULT_SENT for arg in ("--case", case)]
     columns = [arg for column in COLUMNS for arg in ("--adapter", column)]
-    options = ["--run-id", "wire", "--transport", "stdio", "--budget-scale", "0.5", "--jobs", "2"]
+    options = ["--run-id", "wire", "--transport", "stdio", "--protocol", "2025-11-25", "--budget-scale", "0.5"]
+    options += ["--jobs", "2"]
     scratch.harness("run", *options, *columns, *cases, timeout=600)
     return scratch
 

@@ -41,8 +41,8 @@ const CLIENT_INFO = { name: 'mcp-client-matrix', version: '0.1.0' };
 /**
  * The SDK-specific part of an adapter.
  * @typedef {object} Sdk
- * @property {(clientInfo: {name: string, version: string}) => object} makeClient the SDK's
- *   `Client`, not connected
+ * @property {(clientInfo: {name: string, version: string}, cell: object) => object} makeClient the
+ *   SDK's `Client`, not connected, set up to reach a server of the cell's `protocol` revision
  * @property {(cell: object, options: Record<string, unknown>) => object} makeTransport the SDK's
  *   client transport for the cell's server, not started: for `stdio` its stdio transport
  *   ({@link stdioParameters} gives the usual constructor argument), for `http-*` its Streamable
@@ -161,7 +161,7 @@ async function callStep(run, sdk, client, call, requestOptions, place) {
 async function drive(cell, options, sdk, run, child) {
   const { obs } = run;
   const transport = sdk.makeTransport(cell, options);
-  const client = sdk.makeClient(CLIENT_INFO);
+  const client = sdk.makeClient(CLIENT_INFO, cell);
   run.captureOnerror(transport);
   run.captureOnerror(client);
   const requestOptions = { timeout: cell.call_timeout_ms };

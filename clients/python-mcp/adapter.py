@@ -11,7 +11,10 @@ asks for it, ``client.call_tool(name, arguments)``; a call with ``cancel_after_m
 an anyio cancel scope (``_support/mcp_driver.py``), on which the SDK's dispatcher sends
 ``notifications/cancelled`` itself. ``read_timeout_seconds`` (the SDK's per-request timeout) is
 ``call_timeout_ms``. Exceptions the SDK delivers to ``message_handler`` are the transport errors.
-Facts only: what each call returned or raised. The steps, deadlines and the observation are
+Protocol revisions (the cell's ``protocol``): the client keeps its default ``mode="auto"`` under both,
+the SDK's dual-era setting, which reaches a 2025-11-25 server through its ``initialize`` fallback
+and a 2026-07-28 server through ``server/discover``; which revision it spoke is read from the
+server's journal. Facts only: what each call returned or raised. The steps, deadlines and the observation are
 ``_support/mcp_driver.py``'s.
 """
 

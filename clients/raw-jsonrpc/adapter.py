@@ -17,6 +17,14 @@ Transports:
   ``status``, ``content_type``, ``bytes``, ``parse_error``, ``messages`` (kind and id of each message
   it carried). Closing sends ``DELETE`` with the session id, as the specification recommends.
 
+Protocol revisions (the cell's ``protocol``): under ``2025-11-25`` the session opens with
+``initialize`` / ``notifications/initialized`` and HTTP carries the session id and negotiated version
+as above; under ``2026-07-28`` there is no handshake: the ``initialize`` step is a
+``server/discover`` request (its result must list 2026-07-28), every request carries
+``io.modelcontextprotocol/protocolVersion``, ``clientInfo`` and ``clientCapabilities`` (empty) in its
+``_meta``, and every HTTP POST the ``MCP-Protocol-Version``, ``Mcp-Method`` and (for ``tools/call``)
+``Mcp-Name`` headers; there is no session to DELETE.
+
 A call with ``cancel_after_ms`` is cancelled the way the specification describes: after that many
 milliseconds without a response the adapter sends ``notifications/cancelled`` (``requestId``,
 ``reason``) and stops waiting for that id (a late response is still recorded in ``wire.frames``).
@@ -40,6 +48,13 @@ from typing import Any
 from observe import Budget, Observation, Stopwatch, check_options, fail, read_cell, step
 
 PROTOCOL_VERSION = "2025-11-25"
+MODERN_VERSION = "2026-07-28"
+CLIENT_INFO = {"name": "mcp-client-matrix-raw", "version": "0.1.0"}
+MODERN_ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 TRANSPORTS = ("stdio", "http-json", "http-sse")
 HTTP_ACCEPT = "application/json, text/event-stream"
 # What the transports raise for a request that got no response (recorded as the call's error).
@@ -65,6 +80,8 @@ class BaseWire:
         self.frames: list[dict[str, Any]] = []
         self.responses: queue.Queue[dict[str, Any] | Failure | None] = queue.Queue()
         self._next_id = 0
+        self.modern = False
+        """2026-07-28: every request carries :data:`MODERN_ENVELOPE` in its ``_meta``."""
 
     def send(self, message: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -73,6 +90,8 @@ class BaseWire:
         """Send a request; its id."""
         self._next_id += 1
         msg_id = self._next_id
+        if self.modern:
+            params = {**params, "_meta": {**params.get("_meta", {}), **MODERN_ENVELOPE}}
         self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         return msg_id
 
@@ -187,11 +206,18 @@ class HttpWire(BaseWire):
         self.protocol_version: str | None = None
         self._lock = threading.Lock()
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, message: dict[str, Any] | None = None) -> dict[str, str]:
         headers = {"Accept": HTTP_ACCEPT, "Content-Type": "application/json"}
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version is not None:
+        if self.modern:
+            headers["MCP-Protocol-Version"] = MODERN_VERSION
+            if message is not None and "method" in message:
+                headers["Mcp-Method"] = message["method"]
+                name = (message.get("params") or {}).get("name")
+                if message["method"] == "tools/call" and isinstance(name, str):
+                    headers["Mcp-Name"] = name
+        elif self.protocol_version is not None:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
@@ -228,7 +254,7 @@ class HttpWire(BaseWire):
             "error": None,
         }
         request = urllib.request.Request(
-            self.url, data=json.dumps(message).encode(), headers=self._headers(), method="POST"
+            self.url, data=json.dumps(message).encode(), headers=self._headers(message), method="POST"
         )
         self._record(frame)  # filled in below; the list order is the order of the POSTs
         try:
@@ -423,6 +449,29 @@ def _result_entry(call: dict[str, Any], watch: Stopwatch, response: dict[str, An
     return Observation.call_entry(call["name"], watch.ms(), result=response.get("result"))
 
 
+def _initialize(wire: BaseWire, timeout_s: float) -> Any:
+    """The handshake-era opening: ``initialize``, then ``notifications/initialized``; the version it negotiated."""
+    answer = wire.request(
+        "initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}, timeout_s
+    )
+    if "error" in answer:
+        raise RuntimeError(f"initialize answered with an error: {answer['error']}")
+    wire.initialized(answer)
+    wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return (answer.get("result") or {}).get("protocolVersion")
+
+
+def _discover(wire: BaseWire, timeout_s: float) -> str:
+    """The 2026-07-28 opening: ``server/discover``, whose result must offer 2026-07-28."""
+    answer = wire.request("server/discover", {}, timeout_s)
+    if "error" in answer:
+        raise RuntimeError(f"server/discover answered with an error: {answer['error']}")
+    supported = (answer.get("result") or {}).get("supportedVersions")
+    if not isinstance(supported, list) or MODERN_VERSION not in supported:
+        raise RuntimeError(f"server/discover does not offer {MODERN_VERSION}: supportedVersions={supported!r}")
+    return MODERN_VERSION
+
+
 def main() -> int:
     cell = read_cell(sys.argv[1])
     check_options(cell["options"], {})
@@ -439,22 +488,10 @@ def main() -> int:
     budget = Budget.of(cell, time.monotonic(), close_reserve_s=2.0)
     timeout_s = min(cell["call_timeout_ms"] / 1000.0, budget.steps - time.monotonic())
     wire: BaseWire = Wire(cell["server"]) if transport == "stdio" else HttpWire(cell["server"]["url"], timeout_s)
+    wire.modern = cell.get("protocol") == MODERN_VERSION
     watch = observation.begin("initialize")
     try:
-        answer = wire.request(
-            "initialize",
-            {
-                "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "mcp-client-matrix-raw", "version": "0.1.0"},
-            },
-            timeout_s,
-        )
-        if "error" in answer:
-            raise RuntimeError(f"initialize answered with an error: {answer['error']}")
-        wire.initialized(answer)
-        wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        version = (answer.get("result") or {}).get("protocolVersion")
+        version = _discover(wire, timeout_s) if wire.modern else _initialize(wire, timeout_s)
         observation.end("initialize", step(watch, protocol_version=version))
     except (*FAILURES, RuntimeError) as exc:
         observation.end("initialize", step(watch, exc, protocol_version=None))

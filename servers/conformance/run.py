@@ -2,20 +2,57 @@
 
     python servers/conformance/run.py --output servers/conformance/last-result.json
 
-Needs ``npm ci`` in this directory first (``nox -s conformance`` does it). Starts
-``python servers/reference --case conformance --transport http-sse --port 0`` on 127.0.0.1, runs
-each selected scenario with the pinned CLI (``conformance server --url URL --scenario NAME``, one
-process per scenario so that one scenario cannot spoil the next), stops the server with SIGTERM
-and writes one JSON document to ``--output``::
+Needs ``npm ci`` in this directory first (``nox -s conformance`` does it). For each revision the
+reference server speaks (2025-11-25, then 2026-07-28), starts
+``python servers/reference --case conformance --protocol REV --transport http-sse --port 0`` on
+127.0.0.1, runs each selected scenario with the pinned CLI
+(``conformance server --url URL --scenario NAME --spec-version REV``, one process per scenario so
+that one scenario cannot spoil the next), stops the server with SIGTERM, and writes one JSON
+document to ``--output``::
 
-    {"conformance": {"package": "@modelcontextprotocol/conformance", "version": "0.1.16"},
-     "node": "v22...", "server": {...}, "passed": true, "counts": {...},
-     "scenarios": [{"name": "tools-list", "group": "tools", "passed": true, "exit_code": 0,
-                    "duration_s": 0.9, "checks": [{"id": ..., "status": "SUCCESS", ...}]}, ...]}
+    {"conformance": {"package": "@modelcontextprotocol/conformance", "version": "0.2.0-alpha.12"},
+     "node": "v22...", "servers": {"2025-11-25": {...}, ...}, "passed": true,
+     "counts": {"scenarios": 31, "passed": 31, "failed": 0,
+                "by_revision": {"2025-11-25": {"scenarios": 18, "passed": 18, "failed": 0}, ...}},
+     "scenarios": [{"name": "tools-list", "revision": "2025-11-25", "group": "tools", "passed": true,
+                    "exit_code": 0, "duration_s": 0.9, "checks": [{"id": ..., "status": "SUCCESS"}]}, ...],
+     "not_run": {"2026-07-28": [{"name": "prompts-list", "reason": "..."}, ...]}}
 
-Groups: ``tools`` (every server scenario of the suite named ``tools-*``: the required ones),
-``tools-extra`` (scenarios that list or call tools for a SEP: JSON Schema 2020-12, elicitation
-defaults and enums) and ``transport`` (initialize, ping, logging level, DNS-rebinding protection).
+Groups, per revision (a scenario runs at a revision only when ``conformance list --server`` tags
+it with that revision; a scenario a group names that is not tagged is an error, and so is a
+``--scenario`` tagged with none of the selected revisions, never a silent skip):
+
+- ``tools``: every server scenario named ``tools-*`` the suite has for the revision;
+- ``tools-extra``: scenarios that list or call tools for a SEP: ``json-schema-2020-12`` (both),
+  ``elicitation-sep1034-defaults`` and ``elicitation-sep1330-enums`` (2025-11-25);
+- ``transport``: 2025-11-25: ``server-initialize``, ``ping``, ``logging-set-level``,
+  ``dns-rebinding-protection``; 2026-07-28: ``server-stateless`` (per-request ``_meta``,
+  ``server/discover``, version and capability errors, 404 for removed methods),
+  ``http-header-validation`` (``Mcp-Method``, ``Mcp-Name``), ``server-sse-multiple-streams``
+  (concurrent POST streams of ``tools/list``) and ``dns-rebinding-protection``.
+
+The server scenarios of suite 0.2.0-alpha.12 tagged 2026-07-28: ``server-stateless``,
+``completion-complete``, ``tools-list``, ``tools-call-simple-text``, ``tools-call-image``,
+``tools-call-audio``, ``tools-call-embedded-resource``, ``tools-call-mixed-content``,
+``tools-call-error``, ``tools-call-with-progress``, ``json-schema-2020-12``,
+``server-sse-multiple-streams``, ``resources-list``, ``resources-read-text``,
+``resources-read-binary``, ``resources-templates-read``, ``sep-2164-resource-not-found``,
+``prompts-list``, ``prompts-get-simple``, ``prompts-get-with-args``,
+``prompts-get-embedded-resource``, ``prompts-get-with-image``, ``dns-rebinding-protection``,
+``caching``, ``http-header-validation``, ``http-custom-header-server-validation`` and the
+fourteen ``input-required-result-*``; the ``tasks-*`` and ``sep-2640-skills-*`` scenarios are
+tagged ``extension``. At 2026-07-28, 13 of them run (the groups above); :data:`NOT_RUN` names
+why each other one does not (the reference server implements tools only: no completion,
+resources, prompts, MRTR input requests, tasks or skills; ``caching`` also asks ``prompts/list``,
+``resources/list``, ``resources/templates/list`` and ``resources/read``, each a FAILURE when the
+method does not exist; ``http-custom-header-server-validation`` needs a tool whose inputSchema
+declares ``x-mcp-header`` parameters and the server's validation of their ``Mcp-Param-*``
+headers, and the reference server's tools declare none). A scenario the suite tags 2026-07-28
+that is neither selected nor in :data:`NOT_RUN` stops the run (exit 2), so a new suite version
+cannot leave one out unnoticed. At 2025-11-25 the selection is the one this runner always made
+(the suite also tags completion, resources, prompts, ``server-session-lifecycle``,
+``server-sse-polling`` and ``server-sse-multiple-streams`` with it; they are not run there).
+
 Exit status: 0 when every selected scenario passed, 1 when one failed, 2 when the check could not
 run at all. Standard library only; no network but loopback.
 """
@@ -26,6 +63,7 @@ import argparse
 import json
 import os
 import platform
+import selectors
 import shutil
 import signal
 import subprocess
@@ -43,9 +81,63 @@ PACKAGE_DIR = HERE / "node_modules" / "@modelcontextprotocol" / "conformance"
 CLI = PACKAGE_DIR / "dist" / "index.js"
 MIN_NODE_MAJOR = 22  # the suite imports fs.globSync (Node >= 22)
 
-EXTRA_TOOLS = ("json-schema-2020-12", "elicitation-sep1034-defaults", "elicitation-sep1330-enums")
-TRANSPORT = ("server-initialize", "ping", "logging-set-level", "dns-rebinding-protection")
+REVISIONS = ("2025-11-25", "2026-07-28")
+EXTRA_TOOLS = {
+    "2025-11-25": ("json-schema-2020-12", "elicitation-sep1034-defaults", "elicitation-sep1330-enums"),
+    "2026-07-28": ("json-schema-2020-12",),
+}
+TRANSPORT = {
+    "2025-11-25": ("server-initialize", "ping", "logging-set-level", "dns-rebinding-protection"),
+    "2026-07-28": (
+        "server-stateless",
+        "http-header-validation",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+    ),
+}
 GROUPS = ("tools", "tools-extra", "transport")
+_NO_RESOURCES = "the reference server implements no resources (resources/* get -32601)"
+_NO_PROMPTS = "the reference server implements no prompts (prompts/* get -32601)"
+_NO_MRTR = "the reference server implements no MRTR input requests (InputRequiredResult, inputResponses)"
+NOT_RUN = {
+    "2026-07-28": {
+        "completion-complete": "the reference server implements no completion/complete",
+        "resources-list": _NO_RESOURCES,
+        "resources-read-text": _NO_RESOURCES,
+        "resources-read-binary": _NO_RESOURCES,
+        "resources-templates-read": _NO_RESOURCES,
+        "sep-2164-resource-not-found": _NO_RESOURCES,
+        "prompts-list": _NO_PROMPTS,
+        "prompts-get-simple": _NO_PROMPTS,
+        "prompts-get-with-args": _NO_PROMPTS,
+        "prompts-get-embedded-resource": _NO_PROMPTS,
+        "prompts-get-with-image": _NO_PROMPTS,
+        "caching": "also checks prompts/list, resources/list, resources/templates/list and resources/read, "
+        "which the reference server does not implement",
+        "http-custom-header-server-validation": "needs a tool declaring x-mcp-header parameters and the server's "
+        "Mcp-Param-* validation; the reference server's tools declare none",
+        **{
+            f"input-required-result-{name}": _NO_MRTR
+            for name in (
+                "basic-elicitation",
+                "basic-sampling",
+                "basic-list-roots",
+                "request-state",
+                "multiple-input-requests",
+                "multi-round",
+                "missing-input-response",
+                "non-tool-request",
+                "result-type",
+                "unsupported-methods",
+                "tampered-state",
+                "capability-check",
+                "ignore-extra-params",
+                "validate-input",
+            )
+        },
+    },
+}
+"""Per revision: the scenarios the suite tags with it that are not run, and why."""
 SCENARIO_TIMEOUT_S = 120.0
 URL_TIMEOUT_S = 15.0
 
@@ -80,56 +172,65 @@ def conformance_version() -> str:
     manifest = PACKAGE_DIR / "package.json"
     if not manifest.is_file():
         raise CannotRun(f"{PACKAGE} is not installed: run `npm ci` in {HERE}")
-    return json.loads(manifest.read_text(encoding="utf-8"))["version"]
+    version: str = json.loads(manifest.read_text(encoding="utf-8"))["version"]
+    return version
 
 
-def server_scenarios(node: str) -> list[str]:
-    """Every server scenario the installed CLI knows, in its order."""
+def server_scenarios(node: str) -> dict[str, tuple[str, ...]]:
+    """Every server scenario the installed CLI knows, in its order, with the revisions it is tagged
+    with (``- tools-list [2025-06-18,2025-11-25,2026-07-28]``; ``extension`` is a tag too)."""
     done = subprocess.run([node, str(CLI), "list", "--server"], capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise CannotRun(f"`conformance list --server` failed: {done.stderr.strip()[-2000:]}")
-    names = []
+    scenarios: dict[str, tuple[str, ...]] = {}
     for line in done.stdout.splitlines():
         line = line.strip()
-        if line.startswith("- "):
-            names.append(line[2:].split()[0])
-    return names
+        if not line.startswith("- "):
+            continue
+        name, _, tags = line[2:].partition(" ")
+        scenarios[name] = tuple(tag.strip() for tag in tags.strip().strip("[]").split(",") if tag.strip())
+    return scenarios
 
 
-def select(known: list[str], groups: list[str], names: list[str]) -> list[tuple[str, str]]:
-    """(scenario, group) pairs to run: explicit names, else the chosen groups."""
+def group_of(name: str, revision: str) -> str:
+    if name.startswith("tools-"):
+        return "tools"
+    if name in EXTRA_TOOLS[revision]:
+        return "tools-extra"
+    if name in TRANSPORT[revision]:
+        return "transport"
+    return "other"
 
-    def group_of(name: str) -> str:
-        if name.startswith("tools-"):
-            return "tools"
-        if name in EXTRA_TOOLS:
-            return "tools-extra"
-        if name in TRANSPORT:
-            return "transport"
-        return "other"
 
+def select(known: dict[str, tuple[str, ...]], revision: str, groups: list[str], names: list[str]) -> list[str]:
+    """The scenarios to run at ``revision``: explicit names (those tagged with it), else the groups."""
+    at_revision = [name for name, tags in known.items() if revision in tags]
     if names:
-        unknown = [name for name in names if name not in known]
-        if unknown:
-            raise CannotRun(f"unknown scenario(s) {unknown}; the suite has {known}")
-        return [(name, group_of(name)) for name in names]
-    chosen = [(name, group_of(name)) for name in known if group_of(name) in groups]
-    missing = [name for name in (*EXTRA_TOOLS, *TRANSPORT) if group_of(name) in groups and name not in known]
+        return [name for name in names if name in at_revision]
+    named = [name for name in (*EXTRA_TOOLS[revision], *TRANSPORT[revision]) if group_of(name, revision) in groups]
+    missing = [name for name in named if name not in at_revision]
     if missing:
-        raise CannotRun(f"scenario(s) {missing} are not in this version of the suite")
-    if "tools" in groups and not any(group == "tools" for _, group in chosen):
-        raise CannotRun("the suite lists no tools-* server scenario")
+        raise CannotRun(f"scenario(s) {missing} are not in this version of the suite for {revision}")
+    chosen = [name for name in at_revision if group_of(name, revision) in groups]
+    if "tools" in groups and not any(group_of(name, revision) == "tools" for name in chosen):
+        raise CannotRun(f"the suite lists no tools-* server scenario for {revision}")
+    excused = NOT_RUN.get(revision, {})
+    unclassified = [name for name in at_revision if group_of(name, revision) == "other" and name not in excused]
+    if revision in NOT_RUN and unclassified:
+        raise CannotRun(f"{revision} scenario(s) {unclassified} are neither run nor in NOT_RUN (classify them)")
     return chosen
 
 
-def start_server(transport: str, journal: Path) -> tuple[subprocess.Popen[str], str]:
-    """Start the reference server in conformance mode; returns it and its URL."""
+def start_server(transport: str, revision: str, journal: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start the reference server in conformance mode speaking ``revision``; returns it and its URL."""
     process = subprocess.Popen(
         [
             sys.executable,
             str(SERVER),
             "--case",
             "conformance",
+            "--protocol",
+            revision,
             "--transport",
             transport,
             "--port",
@@ -144,15 +245,14 @@ def start_server(transport: str, journal: Path) -> tuple[subprocess.Popen[str], 
     )
     deadline = time.monotonic() + URL_TIMEOUT_S
     assert process.stdout is not None
-    import selectors
-
     with selectors.DefaultSelector() as selector:
         selector.register(process.stdout, selectors.EVENT_READ)
         while time.monotonic() < deadline:
             if selector.select(timeout=0.2):
                 line = process.stdout.readline()
                 if line:
-                    return process, json.loads(line)["url"]
+                    url: str = json.loads(line)["url"]
+                    return process, url
             if process.poll() is not None:
                 break
     stop_server(process)
@@ -171,13 +271,14 @@ def stop_server(process: subprocess.Popen[str]) -> int | None:
     return process.returncode
 
 
-def run_scenario(node: str, url: str, name: str, workdir: Path) -> dict[str, Any]:
-    out_dir = workdir / name
+def run_scenario(node: str, url: str, name: str, revision: str, workdir: Path) -> dict[str, Any]:
+    out_dir = workdir / revision / name
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    command = [node, str(CLI), "server", "--url", url, "--scenario", name, "--spec-version", revision]
     try:
         done = subprocess.run(
-            [node, str(CLI), "server", "--url", url, "--scenario", name, "-o", str(out_dir)],
+            [*command, "-o", str(out_dir)],
             capture_output=True,
             text=True,
             timeout=SCENARIO_TIMEOUT_S,
@@ -194,6 +295,8 @@ def run_scenario(node: str, url: str, name: str, workdir: Path) -> dict[str, Any
     passed = exit_code == 0 and "SUCCESS" in statuses and "FAILURE" not in statuses
     return {
         "name": name,
+        "revision": revision,
+        "group": group_of(name, revision),
         "passed": passed,
         "exit_code": exit_code,
         "duration_s": duration,
@@ -205,81 +308,122 @@ def run_scenario(node: str, url: str, name: str, workdir: Path) -> dict[str, Any
     }
 
 
+def run_revision(
+    node: str, revision: str, chosen: list[str], transport: str, workdir: Path, journal: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Start the server speaking ``revision``, run ``chosen`` against it, stop it: the results and
+    the server's facts (exit code, the journal's exit line)."""
+    server, url = start_server(transport, revision, journal)
+    results = []
+    try:
+        for name in chosen:
+            result = run_scenario(node, url, name, revision, workdir)
+            results.append(result)
+            mark = "PASS" if result["passed"] else "FAIL"
+            print(f"  {mark} {name} [{revision} {result['group']}] ({result['duration_s']} s)", flush=True)
+            for check in result["checks"]:
+                if check.get("status") == "FAILURE" or (result["passed"] and check.get("status") == "WARNING"):
+                    print(f"       {check.get('status')} {check.get('id')}: {check.get('errorMessage')}", flush=True)
+    finally:
+        server_exit = stop_server(server)
+    exits = (
+        [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines() if '"event": "exit"' in line]
+        if journal.exists()
+        else []
+    )
+    facts = {
+        "command": f"python servers/reference --case conformance --protocol {revision} --transport {transport}",
+        "exit_code": server_exit,
+        "journal_exit": exits[-1] if exits else None,
+    }
+    return results, facts
+
+
+def counts(results: list[dict[str, Any]]) -> dict[str, int]:
+    failed = sum(1 for result in results if not result["passed"])
+    return {"scenarios": len(results), "passed": len(results) - failed, "failed": failed}
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--output", required=True, help="write the machine-readable result here (JSON)")
     parser.add_argument("--transport", default="http-sse", choices=("http-sse", "http-json"))
+    parser.add_argument(
+        "--revision", action="append", choices=REVISIONS, help="revision to run (repeatable; default: both)"
+    )
     parser.add_argument(
         "--group", action="append", choices=GROUPS, help="scenario group to run (repeatable; default: all groups)"
     )
     parser.add_argument("--scenario", action="append", default=[], help="run only this scenario (repeatable)")
-    parser.add_argument("--journal", default=None, help="keep the server's journal here")
+    parser.add_argument("--journal-dir", default=None, help="keep the servers' journals here (journal-REV.jsonl)")
     args = parser.parse_args(argv)
     output = Path(args.output).resolve()
+    revisions = [revision for revision in REVISIONS if revision in (args.revision or REVISIONS)]
 
     try:
         version = conformance_version()
         node, node_version = node_binary()
-        chosen = select(server_scenarios(node), args.group or list(GROUPS), args.scenario)
+        known = server_scenarios(node)
+        plan = {revision: select(known, revision, args.group or list(GROUPS), args.scenario) for revision in revisions}
+        unplanned = [name for name in args.scenario if not any(name in chosen for chosen in plan.values())]
+        if unplanned:
+            raise CannotRun(f"scenario(s) {unplanned} are not tagged with {' or '.join(revisions)} in the suite")
     except CannotRun as exc:
         print(f"conformance: cannot run: {exc}", file=sys.stderr)
         return 2
     print(
-        f"conformance: {PACKAGE} {version} (node {node_version}), {len(chosen)} scenarios, "
-        f"reference server over {args.transport}",
+        f"conformance: {PACKAGE} {version} (node {node_version}), "
+        + ", ".join(f"{len(chosen)} scenarios at {revision}" for revision, chosen in plan.items())
+        + f", reference server over {args.transport}",
         flush=True,
     )
 
+    results: list[dict[str, Any]] = []
+    servers: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mcp-conformance-") as scratch:
         workdir = Path(scratch)
-        journal = Path(args.journal).resolve() if args.journal else workdir / "journal.jsonl"
-        try:
-            server, url = start_server(args.transport, journal)
-        except CannotRun as exc:
-            print(f"conformance: cannot run: {exc}", file=sys.stderr)
-            return 2
-        results = []
-        try:
-            for name, group in chosen:
-                result = {"group": group, **run_scenario(node, url, name, workdir)}
-                results.append(result)
-                mark = "PASS" if result["passed"] else "FAIL"
-                print(f"  {mark} {name} [{group}] ({result['duration_s']} s)", flush=True)
-                if not result["passed"]:
-                    for check in result["checks"]:
-                        if check.get("status") == "FAILURE":
-                            print(f"       {check.get('id')}: {check.get('errorMessage')}", flush=True)
-        finally:
-            server_exit = stop_server(server)
-        exits = (
-            [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines() if '"event": "exit"' in line]
-            if journal.exists()
-            else []
-        )
+        journals = Path(args.journal_dir).resolve() if args.journal_dir else workdir
+        journals.mkdir(parents=True, exist_ok=True)
+        for revision, chosen in plan.items():
+            try:
+                ran, servers[revision] = run_revision(
+                    node, revision, chosen, args.transport, workdir, journals / f"journal-{revision}.jsonl"
+                )
+            except CannotRun as exc:
+                print(f"conformance: cannot run: {exc}", file=sys.stderr)
+                return 2
+            results.extend(ran)
 
-    failed = [result["name"] for result in results if not result["passed"]]
+    failed = [f"{result['name']} ({result['revision']})" for result in results if not result["passed"]]
+    by_revision = {revision: counts([r for r in results if r["revision"] == revision]) for revision in plan}
     document = {
         "conformance": {"package": PACKAGE, "version": version},
         "node": node_version,
         "python": platform.python_version(),
-        "server": {
-            "command": "python servers/reference --case conformance",
-            "transport": args.transport,
-            "exit_code": server_exit,
-            "journal_exit": exits[-1] if exits else None,
-        },
+        "transport": args.transport,
+        "servers": servers,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "passed": not failed,
-        "counts": {"scenarios": len(results), "passed": len(results) - len(failed), "failed": len(failed)},
+        "counts": {**counts(results), "by_revision": by_revision},
         "failed": failed,
         "scenarios": results,
+        "not_run": {
+            revision: [
+                {"name": name, "reason": reason}
+                for name, reason in NOT_RUN[revision].items()
+                if revision in known.get(name, ())
+            ]
+            for revision in plan
+            if revision in NOT_RUN and not args.scenario
+        },
     }
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_suffix(output.suffix + ".tmp")
     tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     tmp.replace(output)
+    summary = ", ".join(f"{c['passed']}/{c['scenarios']} at {revision}" for revision, c in by_revision.items())
     print(
-        f"conformance {version}: {document['counts']['passed']}/{len(results)} scenarios passed"
+        f"conformance {version}: {summary} scenarios passed"
         f"{'' if not failed else ' - FAILED: ' + ', '.join(failed)}; result in {output}",
         flush=True,
     )

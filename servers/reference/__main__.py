@@ -1,6 +1,7 @@
 """Command line of the reference server: ``python servers/reference --case ID --schema MODE``.
 
-Serves one fault case per process over stdio, or with ``--transport http-json|http-sse`` over
+Serves one fault case per process (``--protocol``: the revision it speaks, 2025-11-25 or
+2026-07-28; ``protocol.py``) over stdio, or with ``--transport http-json|http-sse`` over
 Streamable HTTP on 127.0.0.1 (``--port``, 0 = any free port): it then prints one line
 ``{"url": "http://127.0.0.1:PORT/mcp"}`` on stdout and serves until it is signalled.
 ``--case conformance`` (HTTP only) serves the tools of the official conformance suite instead of
@@ -26,7 +27,7 @@ if HERE not in sys.path:  # also importable when run as ``python -m servers.refe
 
 from cases import CASES, PROBE_CASE, case_ids  # noqa: E402
 from journal import Journal  # noqa: E402
-from protocol import Session  # noqa: E402
+from protocol import LATEST_VERSION, REVISIONS, Session  # noqa: E402
 from stdio import serve  # noqa: E402
 from stdio_faults import PROBE_KINDS  # noqa: E402
 
@@ -47,6 +48,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         default="advertised",
         choices=SCHEMA_MODES,
         help="advertise get_account_balance's outputSchema in tools/list or not",
+    )
+    parser.add_argument(
+        "--protocol",
+        default=LATEST_VERSION,
+        choices=REVISIONS,
+        help="the revision the server speaks: the handshake era up to 2025-11-25, or stateless 2026-07-28",
     )
     parser.add_argument("--journal", default=None, help="append the journal (JSON lines) here")
     parser.add_argument("--list-cases", action="store_true", help="print the case ids and exit")
@@ -93,17 +100,25 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         if args.transport == "stdio":
-            journal.write("start", case=args.case, schema=args.schema, pid=os.getpid(), transport="stdio")
+            journal.write(
+                "start",
+                case=args.case,
+                schema=args.schema,
+                protocol=args.protocol,
+                pid=os.getpid(),
+                transport="stdio",
+            )
             case = PROBE_CASE if probing else CASES[args.case]
             probe = (args.probe_kind, args.probe_bytes) if probing else None
-            reason = serve(Session(case, args.schema), plain, probe)
+            reason = serve(Session(case, args.schema, args.protocol), plain, probe)
         else:
             reason = http_transport.serve(
                 _session_factory(args),
                 journal,
                 args.transport,
                 args.port,
-                start={"case": args.case, "schema": args.schema, "pid": os.getpid()},
+                start={"case": args.case, "schema": args.schema, "protocol": args.protocol, "pid": os.getpid()},
+                protocol=args.protocol,
             )
         journal.write("exit", reason=reason, detail=None)
     except BrokenPipeError as exc:
@@ -117,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _session_factory(args: argparse.Namespace) -> Callable[[], Session | ConformanceSession]:
-    """A new protocol session per HTTP session (``initialize``)."""
+    """A new protocol session per HTTP session (``initialize``; under 2026-07-28 one for the server)."""
     if args.case == CONFORMANCE_CASE:
         from conformance_tools import ConformanceSession
 
-        return lambda: ConformanceSession(args.schema)
-    return lambda: Session(CASES[args.case], args.schema)
+        return lambda: ConformanceSession(args.schema, args.protocol)
+    return lambda: Session(CASES[args.case], args.schema, args.protocol)
 
 
 if __name__ == "__main__":

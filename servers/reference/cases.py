@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tool import ACCOUNT, OTHER_ACCOUNT, text_of
+from tool import ACCOUNT, OTHER_ACCOUNT, OUTPUT_SCHEMA, text_of
 
 MIB = 1024 * 1024
 LATENCY_S = 2.0
@@ -29,6 +29,14 @@ class Case:
     """When set, ``tools/call`` is answered with this JSON-RPC error object instead of a result."""
     initialize_version: str | None = None
     """When set, the ``protocolVersion`` of the initialize answer, whatever the client asked for."""
+    modern: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Under 2026-07-28: what is sent instead of the complete modern result (``resultType``,
+    ``_meta`` serverInfo), given that result; None sends it as it is."""
+    output_schema: dict[str, Any] | None = None
+    """The tool's outputSchema when it is not :data:`tool.OUTPUT_SCHEMA` (advertised mode only)."""
+    speaks_only: str | None = None
+    """Under 2026-07-28: the one revision the server claims to speak, refusing every request with
+    ``UnsupportedProtocolVersion`` naming it (a server newer than the client)."""
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -97,6 +105,93 @@ _WAV_HEADER = (
     b"\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00"
 )
 
+COMPOSITION_DEPTH = 16
+"""``schema-composition-heavy``: a chain of this many ``$defs``, each ``allOf`` the next one twice,
+so a validator without bounds evaluates the last one 2**16 = 65,536 times."""
+FUTURE_REVISION = "2027-03-15"
+"""``unsupported-version``: the revision the server claims to speak instead (none has this date)."""
+
+
+def _array_schema() -> dict[str, Any]:
+    return {"type": "array", "items": OUTPUT_SCHEMA}
+
+
+def _ref_schema() -> dict[str, Any]:
+    """The account schema through ``$ref``/``$defs``, with 2020-12 keywords (const, unevaluatedProperties)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {
+            "accountId": {"type": "string", "pattern": "^ACC-[0-9]{4}$"},
+            "currency": {"type": "string", "enum": ["USD", "EUR", "CHF"]},
+            "account": {
+                "type": "object",
+                "properties": {
+                    "account_id": {"$ref": "#/$defs/accountId"},
+                    "balance_minor": {"type": "integer"},
+                    "currency": {"$ref": "#/$defs/currency"},
+                    "as_of": {"type": "string", "format": "date-time"},
+                },
+                "required": ["account_id", "balance_minor", "currency", "as_of"],
+            },
+        },
+        "type": "object",
+        "$ref": "#/$defs/account",
+        "unevaluatedProperties": False,
+    }
+
+
+def _unresolvable_ref_schema() -> dict[str, Any]:
+    """The account schema whose ``currency`` refers to a definition that exists nowhere."""
+    schema: dict[str, Any] = {**OUTPUT_SCHEMA, "properties": dict(OUTPUT_SCHEMA["properties"])}
+    schema["properties"]["currency"] = {"$ref": "https://schemas.example.invalid/ledger/currency.json"}
+    return schema
+
+
+def _composition_schema(depth: int = COMPOSITION_DEPTH) -> dict[str, Any]:
+    defs: dict[str, Any] = {
+        f"level{i}": {"allOf": [{"$ref": f"#/$defs/level{i + 1}"}, {"$ref": f"#/$defs/level{i + 1}"}]}
+        for i in range(depth)
+    }
+    defs[f"level{depth}"] = {"type": "object", "required": ["account_id"]}
+    return {**OUTPUT_SCHEMA, "$defs": defs, "allOf": [{"$ref": "#/$defs/level0"}]}
+
+
+def _nullable_schema() -> dict[str, Any]:
+    return {"anyOf": [OUTPUT_SCHEMA, {"type": "null"}]}
+
+
+def _without_key(key: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda result: {k: v for k, v in result.items() if k != key}
+
+
+def _without_server_info(result: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in result["_meta"].items() if k != "io.modelcontextprotocol/serverInfo"}
+    return {**{k: v for k, v in result.items() if k != "_meta"}, **({"_meta": meta} if meta else {})}
+
+
+def _input_required(result: dict[str, Any]) -> dict[str, Any]:
+    """An interim result asking the client for an elicitation it never declared it can answer."""
+    return {
+        "resultType": "input_required",
+        "inputRequests": {
+            "confirm_read": {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": "Confirm that the balance of ACC-4471 may be read",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"confirm": {"type": "boolean"}},
+                        "required": ["confirm"],
+                    },
+                },
+            }
+        },
+        "requestState": "ledger-read-ACC-4471-step-1",
+        "_meta": result["_meta"],
+    }
+
+
 _ERROR_TEXT = "Ledger service unavailable: could not read balance of ACC-4471"
 _FULL_TEXT = text_of(ACCOUNT)
 
@@ -129,6 +224,17 @@ _DEFINITIONS: list[Case] = [
     Case("empty-string", lambda: {"content": [_text("")]}),
     Case("truncate", lambda: {"content": [_text(_FULL_TEXT[: len(_FULL_TEXT) // 2])]}),
     Case("latency", _ok, delay_s=LATENCY_S),
+    Case("structured-array", lambda: _structured([ACCOUNT]), output_schema=_array_schema()),
+    Case(
+        "structured-string",
+        lambda: _structured("ACC-4471: 40718.77 USD"),
+        output_schema={"type": "string"},
+    ),
+    Case("structured-number", lambda: _structured(4071877), output_schema={"type": "integer"}),
+    Case("structured-null", lambda: _structured(None, text="null"), output_schema=_nullable_schema()),
+    Case("schema-ref-defs", _ok, output_schema=_ref_schema()),
+    Case("schema-ref-unresolvable", _ok, output_schema=_unresolvable_ref_schema()),
+    Case("schema-composition-heavy", _ok, output_schema=_composition_schema()),
     # size family
     Case("text-9mib", lambda: _text_result(ascii_text(9 * MIB))),
     Case("text-10mib", lambda: _text_result(ascii_text(10 * MIB))),
@@ -171,6 +277,11 @@ _DEFINITIONS: list[Case] = [
         },
     ),
     Case("error-no-message", _ok, rpc_error={"code": -32603}),
+    Case("resulttype-missing", _ok, modern=_without_key("resultType")),
+    Case("resulttype-unknown", _ok, modern=lambda result: {**result, "resultType": "partial"}),
+    Case("input-required-unanswerable", _ok, modern=_input_required),
+    Case("no-server-info", _ok, modern=_without_server_info),
+    Case("unsupported-version", _ok, speaks_only=FUTURE_REVISION),
     Case(
         "unknown-content-type",
         lambda: {

@@ -4,13 +4,30 @@ Used ONLY by ``nox -s conformance`` (``servers/conformance/run.py``), never by t
 suite's server scenarios (``@modelcontextprotocol/conformance``, pinned in
 ``servers/conformance/package.json``) expect tools of their own (``test_simple_text``,
 ``test_tool_with_progress``, ...). :class:`ConformanceSession` serves them and leaves everything
-else (``initialize``, ``ping``, unknown methods) to the ordinary :class:`protocol.Session` of the
-no-fault case ``ok``, so the suite checks the same initialize and transport the matrix uses.
+else (``initialize``, ``ping``, ``server/discover``, unknown methods, the 2026-07-28 envelope) to
+the ordinary :class:`protocol.Session` of the no-fault case ``ok``, in the same revision, so the
+suite checks the same handshake, envelope and transport the matrix uses.
 
 Tools that stream (log and progress notifications) or ask the client something (sampling,
 elicitation) need the :class:`http_writers.SseStream` the transport passes to
 :meth:`ConformanceSession.handle_streaming` in ``http-sse`` mode. Without one (``http-json``) the
 notifications are left out and the asking tools answer ``isError: true``.
+
+Under 2026-07-28 (``protocol``):
+
+- results carry ``resultType`` and the server's identity in ``_meta`` (``tools/list`` also
+  ``ttlMs`` and ``cacheScope``), as :class:`protocol.Session` makes them; ``logging/setLevel`` is
+  gone (-32601) and a request's own ``_meta["io.modelcontextprotocol/logLevel"]`` sets the level:
+  no ``notifications/message`` without it, -32602 for a level that is not one;
+- the session keeps nothing between requests: the client's capabilities are those of the
+  request's ``_meta``;
+- a server sends the client no requests (sampling and elicitation are MRTR input requests there,
+  which this server does not implement), so the four asking tools are not listed. Listed under
+  2026-07-28 only, for the suite's ``server-stateless`` scenario: ``test_missing_capability``
+  (needs the client's ``sampling`` capability: ``MissingRequiredClientCapability``, -32021,
+  without it; with it, a text result), ``test_streaming_elicitation`` (needs ``elicitation``;
+  asks nothing on its stream and answers ``isError: true`` saying so) and ``test_logging_tool``
+  (logs like ``test_tool_with_logging``).
 """
 
 from __future__ import annotations
@@ -25,10 +42,19 @@ from collections.abc import Callable
 from typing import Any
 
 from cases import CASES
-from protocol import Session
+from protocol import (
+    INVALID_PARAMS,
+    LATEST_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    Session,
+    error_response,
+    request_meta,
+)
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 STEP_S = 0.05
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 
 
 def _png_1x1_red() -> bytes:
@@ -96,20 +122,46 @@ TOOLS: list[dict[str, Any]] = [
     ),
     _tool("test_elicitation_sep1034_defaults", "Elicitation whose schema has defaults for every primitive type."),
     _tool("test_elicitation_sep1330_enums", "Elicitation with the five enum schema variants of SEP-1330."),
+    _tool("test_missing_capability", "Needs the client's sampling capability (2026-07-28: -32021 without it)."),
+    _tool("test_streaming_elicitation", "Needs elicitation; sends no request on its stream (2026-07-28)."),
+    _tool("test_logging_tool", "Logs three info messages when the request sets a log level (2026-07-28)."),
     _tool(
         "json_schema_2020_12_tool",
-        "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+        "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106)",
         {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
             "$defs": {
-                "address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}
+                "address": {
+                    "$anchor": "addressDef",
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                }
             },
-            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
             "additionalProperties": False,
         },
     ),
 ]
+
+ASKING = ("test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums")
+"""Tools that send the client a request: 2025-11-25 only."""
+MODERN_ONLY = ("test_missing_capability", "test_streaming_elicitation", "test_logging_tool")
+"""The diagnostic tools of the suite's 2026-07-28 ``server-stateless`` scenario."""
+REQUIRED_CAPABILITY = {"test_missing_capability": "sampling", "test_streaming_elicitation": "elicitation"}
+"""2026-07-28: the client capability a tool cannot run without (-32021 when the request lacks it)."""
+LEGACY_TOOLS = [tool for tool in TOOLS if tool["name"] not in MODERN_ONLY]
+MODERN_TOOLS = [tool for tool in TOOLS if tool["name"] not in ASKING]
 
 ELICIT_USER = {
     "type": "object",
@@ -188,15 +240,26 @@ def _error_result(text: str) -> dict[str, Any]:
 
 
 class ConformanceSession:
-    """A :class:`protocol.Session` look-alike serving the conformance suite's tools."""
+    """A :class:`protocol.Session` look-alike serving the conformance suite's tools in ``protocol``."""
 
-    def __init__(self, schema_mode: str = "advertised") -> None:
-        self._base = Session(CASES["ok"], schema_mode)
+    def __init__(self, schema_mode: str = "advertised", protocol: str = LATEST_VERSION) -> None:
+        self._base = Session(CASES["ok"], schema_mode, protocol)
+        self.modern = self._base.modern
         self._lock = threading.Lock()
         self.client_capabilities: dict[str, Any] = {}
-        self.log_level = "debug"  # until the client sets one: send every log message
+        """2025-11-25: the capabilities the client's ``initialize`` declared."""
+        self.log_level = "debug"
+        """2025-11-25: the level ``logging/setLevel`` set (until then: send every log message)."""
 
     # -- the transport's entry points -------------------------------------------------------------
+
+    def revision(self, message: Any) -> str | None:
+        """The revision ``message`` was sent under (:meth:`protocol.Session.revision`)."""
+        return self._base.revision(message)
+
+    def envelope_error(self, msg_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The 2026-07-28 envelope refusal (:meth:`protocol.Session.envelope_error`)."""
+        return self._base.envelope_error(msg_id, method, params)
 
     def handle(self, message: Any) -> list[dict[str, Any]]:
         """The answers to ``message`` without a stream (notifications left out)."""
@@ -209,6 +272,8 @@ class ConformanceSession:
         msg_id, method = message["id"], message["method"]
         raw_params = message.get("params")
         params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        if self.modern:
+            return [self._modern(message, msg_id, method, params, stream)]
         if method == "initialize":
             with self._lock:
                 answers = self._base.handle(message)
@@ -220,44 +285,91 @@ class ConformanceSession:
                     result.setdefault("capabilities", {}).update({"tools": {"listChanged": False}, "logging": {}})
             return answers
         if method == "tools/list":
-            return [_reply(msg_id, {"tools": TOOLS})]
+            return [_reply(msg_id, {"tools": LEGACY_TOOLS})]
         if method == "logging/setLevel":
             level = params.get("level")
             if level not in LOG_LEVELS:
-                return [_rpc_error(msg_id, -32602, f"Invalid log level: {level!r}")]
+                return [error_response(msg_id, INVALID_PARAMS, f"Invalid log level: {level!r}")]
             self.log_level = level
             return [_reply(msg_id, {})]
         if method == "tools/call":
-            name = params.get("name")
-            tool = _CALLS.get(name) if isinstance(name, str) else None
-            if tool is None:
-                return [_rpc_error(msg_id, -32602, f"Unknown tool: {name}")]
-            raw_arguments, raw_meta = params.get("arguments"), params.get("_meta")
-            arguments: dict[str, Any] = raw_arguments if isinstance(raw_arguments, dict) else {}
-            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-            return [_reply(msg_id, tool(self, _Call(stream, arguments, meta.get("progressToken"))))]
+            call = _Call(stream, params, request_meta(message), self.log_level, self.client_capabilities)
+            return [self._call(msg_id, params, call)]
         with self._lock:
             return self._base.handle(message)
 
-    # -- helpers for the tools -------------------------------------------------------------------
+    def _modern(
+        self, message: dict[str, Any], msg_id: Any, method: str, params: dict[str, Any], stream: Any
+    ) -> dict[str, Any]:
+        """A 2026-07-28 request: the envelope and everything but the tools go to the base session."""
+        refused = self._base.envelope_error(msg_id, method, params)
+        if refused is not None:
+            return refused
+        if method == "tools/list":
+            return _reply(msg_id, self._base._complete({"tools": MODERN_TOOLS}, cacheable=True))
+        if method != "tools/call":
+            with self._lock:
+                [answer] = self._base.handle(message)
+            result = answer.get("result")
+            if method == "server/discover" and isinstance(result, dict):
+                result["capabilities"]["logging"] = {}  # the tools send log messages when asked to
+            return answer
+        meta = request_meta(message)
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None and level not in LOG_LEVELS:
+            return error_response(msg_id, INVALID_PARAMS, f"Invalid log level {META_LOG_LEVEL}: {level!r}")
+        capabilities = meta.get(META_CLIENT_CAPABILITIES)
+        call = _Call(stream, params, meta, level, capabilities if isinstance(capabilities, dict) else {})
+        needed = REQUIRED_CAPABILITY.get(str(params.get("name")))
+        if needed is not None and not call.supports(needed):
+            return error_response(
+                msg_id,
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: {needed}",
+                {"requiredCapabilities": {needed: {}}},
+            )
+        answer = self._call(msg_id, params, call)
+        if "result" in answer:
+            answer["result"] = self._base._complete(answer["result"])
+        return answer
 
-    def log(self, call: _Call, level: str, data: Any) -> None:
-        if LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
-            call.notify("notifications/message", {"level": level, "data": data})
-
-    def supports(self, capability: str) -> bool:
-        return isinstance(self.client_capabilities.get(capability), dict)
+    def _call(self, msg_id: Any, params: dict[str, Any], call: _Call) -> dict[str, Any]:
+        name = params.get("name")
+        listed = MODERN_TOOLS if self.modern else LEGACY_TOOLS
+        if not isinstance(name, str) or all(entry["name"] != name for entry in listed):
+            return error_response(msg_id, INVALID_PARAMS, f"Unknown tool: {name}")
+        return _reply(msg_id, _CALLS[name](call))
 
 
 class _Call:
-    """One ``tools/call`` in progress: its arguments and the stream it may send on."""
+    """One ``tools/call`` in progress: its arguments, the stream it may send on, the log level and
+    the client capabilities in force for it (None: no log messages)."""
 
-    def __init__(self, stream: Any, arguments: dict[str, Any], progress_token: Any) -> None:
-        self.stream, self.arguments, self.progress_token = stream, arguments, progress_token
+    def __init__(
+        self,
+        stream: Any,
+        params: dict[str, Any],
+        meta: dict[str, Any],
+        log_level: str | None,
+        capabilities: dict[str, Any],
+    ) -> None:
+        raw_arguments = params.get("arguments")
+        self.stream = stream
+        self.arguments: dict[str, Any] = raw_arguments if isinstance(raw_arguments, dict) else {}
+        self.progress_token = meta.get("progressToken")
+        self.log_level = log_level
+        self.capabilities = capabilities
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         if self.stream is not None:
             self.stream.notify(method, params)
+
+    def log(self, level: str, data: Any) -> None:
+        if self.log_level is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level):
+            self.notify("notifications/message", {"level": level, "data": data})
+
+    def supports(self, capability: str) -> bool:
+        return isinstance(self.capabilities.get(capability), dict)
 
     def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request to the client; its ``result`` (raises when it failed or cannot be sent)."""
@@ -274,26 +386,22 @@ def _reply(msg_id: Any, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
-def _rpc_error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
-
-
 # -- the tools ------------------------------------------------------------------------------------
 
 
-def _simple_text(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
+def _simple_text(_call: _Call) -> dict[str, Any]:
     return {"content": [_text("This is a simple text response for testing.")]}
 
 
-def _image(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
+def _image(_call: _Call) -> dict[str, Any]:
     return {"content": [{"type": "image", "data": PNG_B64, "mimeType": "image/png"}]}
 
 
-def _audio(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
+def _audio(_call: _Call) -> dict[str, Any]:
     return {"content": [{"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"}]}
 
 
-def _embedded(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
+def _embedded(_call: _Call) -> dict[str, Any]:
     return {
         "content": [
             {
@@ -308,7 +416,7 @@ def _embedded(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
     }
 
 
-def _mixed(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
+def _mixed(_call: _Call) -> dict[str, Any]:
     return {
         "content": [
             _text("Multiple content types test:"),
@@ -325,15 +433,15 @@ def _mixed(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
     }
 
 
-def _logging(session: ConformanceSession, call: _Call) -> dict[str, Any]:
+def _logging(call: _Call) -> dict[str, Any]:
     for step, text in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
         if step:
             time.sleep(STEP_S)
-        session.log(call, "info", text)
+        call.log("info", text)
     return {"content": [_text("Tool with logging executed successfully")]}
 
 
-def _progress(_session: ConformanceSession, call: _Call) -> dict[str, Any]:
+def _progress(call: _Call) -> dict[str, Any]:
     for step, progress in enumerate((0, 50, 100)):
         if step:
             time.sleep(STEP_S)
@@ -350,15 +458,15 @@ def _progress(_session: ConformanceSession, call: _Call) -> dict[str, Any]:
     return {"content": [_text(f"Progress reported for token {call.progress_token!r}")]}
 
 
-def _error(_session: ConformanceSession, _call: _Call) -> dict[str, Any]:
+def _error(_call: _Call) -> dict[str, Any]:
     return _error_result("This tool intentionally returns an error for testing")
 
 
-def _sampling(session: ConformanceSession, call: _Call) -> dict[str, Any]:
+def _sampling(call: _Call) -> dict[str, Any]:
     prompt = call.arguments.get("prompt")
     if not isinstance(prompt, str):
         return _error_result("The argument 'prompt' (string) is required")
-    if not session.supports("sampling"):
+    if not call.supports("sampling"):
         return _error_result("The client does not support sampling")
     try:
         result = call.ask(
@@ -372,14 +480,14 @@ def _sampling(session: ConformanceSession, call: _Call) -> dict[str, Any]:
     return {"content": [_text(f"LLM response: {text if text is not None else 'No response'}")]}
 
 
-def _elicit(message: str, schema: dict[str, Any], prefix: str) -> Callable[[ConformanceSession, _Call], dict[str, Any]]:
-    def tool(session: ConformanceSession, call: _Call) -> dict[str, Any]:
+def _elicit(message: str, schema: dict[str, Any], prefix: str) -> Callable[[_Call], dict[str, Any]]:
+    def tool(call: _Call) -> dict[str, Any]:
         text: Any = message
         if not text:
             text = call.arguments.get("message")
             if not isinstance(text, str):
                 return _error_result("The argument 'message' (string) is required")
-        if not session.supports("elicitation"):
+        if not call.supports("elicitation"):
             return _error_result("The client does not support elicitation")
         try:
             result = call.ask("elicitation/create", {"message": text, "requestedSchema": schema})
@@ -391,11 +499,22 @@ def _elicit(message: str, schema: dict[str, Any], prefix: str) -> Callable[[Conf
     return tool
 
 
-def _json_schema_tool(_session: ConformanceSession, call: _Call) -> dict[str, Any]:
+def _json_schema_tool(call: _Call) -> dict[str, Any]:
     return {"content": [_text(f"JSON Schema 2020-12 tool called with: {json.dumps(call.arguments)}")]}
 
 
-_CALLS: dict[str, Callable[[ConformanceSession, _Call], dict[str, Any]]] = {
+def _needs_sampling(_call: _Call) -> dict[str, Any]:
+    return {"content": [_text("The client declared the sampling capability (this tool asks it nothing).")]}
+
+
+def _streaming_elicitation(_call: _Call) -> dict[str, Any]:
+    return _error_result(
+        "Elicitation under 2026-07-28 is an input request of an InputRequiredResult (MRTR), which this server "
+        "does not implement; it sends no elicitation/create request on a response stream."
+    )
+
+
+_CALLS: dict[str, Callable[[_Call], dict[str, Any]]] = {
     "test_simple_text": _simple_text,
     "test_image_content": _image,
     "test_audio_content": _audio,
@@ -413,5 +532,8 @@ _CALLS: dict[str, Callable[[ConformanceSession, _Call], dict[str, Any]]] = {
         "Please select options from the enum fields", ELICIT_ENUMS, "Elicitation completed"
     ),
     "json_schema_2020_12_tool": _json_schema_tool,
+    "test_missing_capability": _needs_sampling,
+    "test_streaming_elicitation": _streaming_elicitation,
+    "test_logging_tool": _logging,
 }
 assert set(_CALLS) == {tool["name"] for tool in TOOLS}, "every listed tool is callable"

@@ -3,8 +3,8 @@
 - :func:`read_body`: the body, by ``Content-Length`` or chunked transfer encoding, at most
   :data:`MAX_BODY` bytes (``ValueError`` beyond; ``OSError`` when the client goes away).
 - :class:`Posted`: a POSTed body parsed as one JSON-RPC message, and the fields of its ``recv``
-  journal line (``bytes``, ``kind``, ``method``, ``id``, ``params``, and ``error`` when the body is
-  not JSON).
+  journal line (``bytes``, ``kind``, ``method``, ``id``, ``params``, ``protocol``: the revision it
+  was sent under, and ``error`` when the body is not JSON).
 - :func:`header_info`: the request headers the ``recv`` line's ``http`` object records.
 """
 
@@ -44,12 +44,15 @@ def read_body(headers: Message, rfile: BufferedIOBase) -> bytes:
 
 
 def header_info(headers: Message) -> dict[str, Any]:
-    """``content_type``, ``accept``, ``session``, ``protocol_version``: the headers a ``recv`` records."""
+    """``content_type``, ``accept``, ``session``, ``protocol_version``, ``mcp_method``, ``mcp_name``:
+    the headers a ``recv`` records, as they came (``Mcp-Name`` undecoded)."""
     return {
         "content_type": headers.get("Content-Type"),
         "accept": headers.get("Accept"),
         "session": headers.get("Mcp-Session-Id"),
         "protocol_version": headers.get("MCP-Protocol-Version"),
+        "mcp_method": headers.get("Mcp-Method"),
+        "mcp_name": headers.get("Mcp-Name"),
     }
 
 
@@ -74,8 +77,9 @@ class Posted:
     def is_initialize(self) -> bool:
         return self.kind == "request" and self.message.get("method") == "initialize"
 
-    def recv_fields(self) -> dict[str, Any]:
-        """The ``recv`` line's fields, in journal order."""
+    def recv_fields(self, protocol: str | None) -> dict[str, Any]:
+        """The ``recv`` line's fields, in journal order; ``protocol`` is the revision the message was
+        sent under (``Session.revision``)."""
         is_dict = isinstance(self.message, dict)
         fields = {
             "bytes": self.size,
@@ -83,6 +87,7 @@ class Posted:
             "method": self.message.get("method") if is_dict else None,
             "id": self.message.get("id") if is_dict else None,
             "params": self.message.get("params") if is_dict else None,
+            "protocol": protocol,
         }
         if self.parse_error:
             fields["error"] = self.parse_error

@@ -8,7 +8,12 @@
   message, then the end of the stream). A request for which ``handle`` returns nothing is journaled
   ``unanswered`` and held until the client closes the connection (the HTTP form of "never
   answered"). An exception of the session is journaled as ``error``: a 500 in ``http-json``, the end
-  of the stream without an answer in ``http-sse``.
+  of the stream without an answer in ``http-sse`` (a 500 when the stream had not started).
+
+Under 2026-07-28 (the stateless holder) an answer's status is :func:`http_checks.answer_status`:
+404 for a ``-32601``, 400 for ``-32021`` and the spec's other codes, else 200; in ``http-sse`` the
+stream starts with its first message, and an error answer with a status other than 200 that comes
+before anything was streamed is written as an ``application/json`` body with that status.
 
 A session object with a ``handle_streaming(message, stream)`` method (the ``--case conformance``
 session, :mod:`conformance_tools`) is called with the request's :class:`SseStream` (None in
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from http_checks import answer_status
 from http_sessions import HttpSession
 from http_writers import Responder, SseStream, StreamClosed
 
@@ -83,7 +89,8 @@ def _answer_json(responder: Responder, http_session: HttpSession, message: dict[
         responder.wait_for_client_close()
         return
     first, rest = responses[0], responses[1:]
-    if not responder.json_answer(first, http_session.id):
+    status = answer_status(first) if http_session.stateless else 200
+    if not responder.json_answer(first, http_session.id, status):
         return
     for extra in rest:
         responder.journal.write(
@@ -94,19 +101,28 @@ def _answer_json(responder: Responder, http_session: HttpSession, message: dict[
 def _answer_sse(responder: Responder, http_session: HttpSession, message: dict[str, Any]) -> None:
     stream = SseStream(responder, http_session)
     try:
-        stream.start()
+        if not http_session.stateless:
+            stream.start()  # 2025-11-25: the headers right away, as SDK servers do
         try:
             responses = _handle(http_session, message, stream)
         except (StreamClosed, OSError):
             raise
         except Exception as exc:  # a bug of ours: journaled, and the stream ends without an answer
             _failed(responder, message, exc)
-            stream.finish()
+            if stream.started:
+                stream.finish()
+            else:
+                responder.error(500, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
             return
         _note_version(http_session, message, responses)
         if not responses:
+            stream.start()
             responder.journal.write("unanswered", id=message.get("id"), http=responder.http_info(200))
             responder.wait_for_client_close()
+            return
+        status = answer_status(responses[0]) if http_session.stateless else 200
+        if status != 200 and not stream.started and len(responses) == 1:
+            responder.json_answer(responses[0], None, status)
             return
         for response in responses:
             stream.send(response)

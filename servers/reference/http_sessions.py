@@ -2,7 +2,8 @@
 
 - :class:`LockedJournal`: the journal written from many request threads, in wire order.
 - :class:`HttpSession`: one MCP session (its protocol session object, negotiated version, and the
-  server-to-client requests waiting for the client's answer).
+  server-to-client requests waiting for the client's answer); under 2026-07-28 one holder without
+  an id serves every request of the server, statelessly.
 """
 
 from __future__ import annotations
@@ -59,9 +60,13 @@ class LockedJournal:
 
 
 class HttpSession:
-    """One MCP session: the protocol session object and what the transport keeps for it."""
+    """One MCP session: the protocol session object and what the transport keeps for it.
 
-    def __init__(self, sid: str, session: Any) -> None:
+    ``sid`` None is the 2026-07-28 holder: no ``Mcp-Session-Id`` is minted or sent, and its protocol
+    session (which keeps no state between requests) answers every request of the server.
+    """
+
+    def __init__(self, sid: str | None, session: Any) -> None:
         self.id = sid
         self.session = session
         self.lock = threading.Lock()  # Session.handle is called one message at a time, as on stdio
@@ -69,6 +74,15 @@ class HttpSession:
         self._pending: dict[Any, dict[str, Any]] = {}
         self._pending_lock = threading.Lock()
         self._counter = 0
+
+    @property
+    def stateless(self) -> bool:
+        """The 2026-07-28 holder (no session id)."""
+        return self.id is None
+
+    def session_headers(self) -> dict[str, str]:
+        """The ``Mcp-Session-Id`` header of this session's answers (none when stateless)."""
+        return {} if self.id is None else {"Mcp-Session-Id": self.id}
 
     def next_request_id(self) -> str:
         with self._pending_lock:

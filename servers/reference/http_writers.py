@@ -1,18 +1,23 @@
 """The journaled writes that answer one HTTP request of the Streamable HTTP transport.
 
 - :class:`Responder`: the status line and headers, bodies without a message (202, 200 on DELETE,
-  refusals: a JSON-RPC error with ``id: null``, or the unknown path's plain text), one JSON-RPC
-  message as an ``application/json`` body, and :meth:`Responder.write_journaled`, which writes
-  a message's bytes and its ``send`` journal line in wire order.
+  refusals: a JSON-RPC error with ``id: null``, or the unknown path's plain text; a 2026-07-28
+  refusal is the JSON-RPC error response to the request, written as a message), one JSON-RPC
+  message as an ``application/json`` body (200, or the status of a 2026-07-28 error), and
+  :meth:`Responder.write_journaled`, which writes a message's bytes and its ``send`` journal line
+  in wire order.
 - :class:`SseStream`: the ``text/event-stream`` answering one POSTed request: status and headers
-  right away, one ``event: message`` per message (one chunk of chunked transfer encoding, no event
-  ids, no priming event), then the end of the stream; a session may also send notifications and
-  requests to the client on it (the conformance tools do).
+  when it starts (right away under 2025-11-25; at its first message under 2026-07-28, so that an
+  error answered before anything was streamed can still get its own status), one
+  ``event: message`` per message (one chunk of chunked transfer encoding, no event ids, no priming
+  event), then the end of the stream; a session may also send notifications, and under
+  2025-11-25 requests, to the client on it (the conformance tools do). Under 2026-07-28 the stream
+  carries no ``Mcp-Session-Id`` and has ``X-Accel-Buffering: no`` (the spec's SHOULD).
 
 A ``send`` line: ``bytes`` (the JSON body, or the whole SSE event without chunk framing), ``id``,
 ``sha256`` of those bytes, ``write_ms``, ``error``, ``message`` (elided) and ``http``: ``method``,
-``path``, ``status``, ``content_type`` (the response's), ``session``. A write to a client that went
-away is journaled, then raises :class:`StreamClosed`.
+``path``, ``status``, ``content_type`` (the response's), ``session`` (None under 2026-07-28). A
+write to a client that went away is journaled, then raises :class:`StreamClosed`.
 """
 
 from __future__ import annotations
@@ -101,22 +106,25 @@ class Responder:
     def refuse(self, refusal: Refusal) -> None:
         if refusal.plain:
             self.plain(refusal.status, b"Not Found\n", "text/plain; charset=utf-8")
+        elif refusal.response is not None:
+            self.json_answer(dict(refusal.response), None, refusal.status)
         else:
             self.error(refusal.status, refusal.code, refusal.text, refusal.headers)
 
-    def json_answer(self, message: dict[str, Any], session_id: str) -> bool:
-        """``message`` as a 200 ``application/json`` body; False when the client went away."""
+    def json_answer(self, message: dict[str, Any], session_id: str | None, status: int = 200) -> bool:
+        """``message`` as an ``application/json`` body (``Mcp-Session-Id`` when ``session_id`` is
+        not None); False when the client went away."""
         body = encode(message)
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+        if session_id is not None:
+            headers["Mcp-Session-Id"] = session_id
         try:
-            self.head(
-                200,
-                {"Content-Type": "application/json", "Content-Length": str(len(body)), "Mcp-Session-Id": session_id},
-            )
+            self.head(status, headers)
         except OSError:
             self.close_connection()
             return False
         try:
-            self.write_journaled(message, body, "application/json", session_id)
+            self.write_journaled(message, body, "application/json", session_id, status=status)
         except StreamClosed:
             return False
         return True
@@ -126,11 +134,13 @@ class Responder:
         message: dict[str, Any],
         payload: bytes,
         content_type: str,
-        session: str,
+        session: str | None,
         prefix: bytes = b"",
         suffix: bytes = b"",
+        status: int = 200,
     ) -> None:
-        """Write ``prefix + payload + suffix`` and journal ``payload`` as one ``send`` line.
+        """Write ``prefix + payload + suffix`` and journal ``payload`` as one ``send`` line (its
+        ``http.status`` is ``status``, the status of the response that carries it).
 
         Everything but the payload's last byte (and the suffix) is written outside the journal's
         lock, so a client that stops reading blocks only this thread; the last bytes, without
@@ -156,11 +166,12 @@ class Responder:
                     raise
                 finally:
                     journaled = True
-                    self._journal_send(message, payload, content_type, session, started, error)
+                    self._journal_send(message, payload, content_type, session, status, started, error)
         except OSError as exc:  # the client closed the connection: journaled, then this request ends
             self.close_connection()
             if not journaled:
-                self._journal_send(message, payload, content_type, session, started, f"{type(exc).__name__}: {exc}")
+                failure = f"{type(exc).__name__}: {exc}"
+                self._journal_send(message, payload, content_type, session, status, started, failure)
             raise StreamClosed(f"{type(exc).__name__}: {exc}") from exc
 
     def _journal_send(
@@ -168,7 +179,8 @@ class Responder:
         message: dict[str, Any],
         payload: bytes,
         content_type: str,
-        session: str,
+        session: str | None,
+        status: int,
         started: float,
         error: str | None,
     ) -> None:
@@ -180,7 +192,7 @@ class Responder:
             write_ms=round((time.monotonic() - started) * 1000, 3),
             error=error,
             message=message,
-            http=self.http_info(200, content_type=content_type, session=session),
+            http=self.http_info(status, content_type=content_type, session=session),
         )
 
     def _wait_writable(self) -> None:
@@ -219,20 +231,15 @@ class SseStream:
         self.finished = False
 
     def start(self) -> None:
-        """Send the status line and headers (right away, as SDK servers do for SSE)."""
+        """Send the status line and headers (once; the first :meth:`send` starts the stream too)."""
         with self._lock:
             if self.started:
                 return
             self.started = True
-            self._responder.head(
-                200,
-                {
-                    "Content-Type": "text/event-stream",
-                    "Cache-Control": "no-cache",
-                    "Transfer-Encoding": "chunked",
-                    "Mcp-Session-Id": self._http_session.id,
-                },
-            )
+            headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "Transfer-Encoding": "chunked"}
+            if self._http_session.stateless:
+                headers["X-Accel-Buffering"] = "no"  # 2026-07-28: SHOULD, so proxies do not buffer
+            self._responder.head(200, {**headers, **self._http_session.session_headers()})
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one ``event: message`` (one chunk), journaled; raises :class:`StreamClosed`."""

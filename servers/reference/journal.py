@@ -2,16 +2,20 @@
 
 Events (each line has ``t``, seconds since the server started, and ``event``):
 
-- ``start``: ``case``, ``schema``, ``pid``, ``transport``.
+- ``start``: ``case``, ``schema``, ``protocol`` (the revision served, ``--protocol``), ``pid``,
+  ``transport``.
 - ``recv``: a frame read: ``bytes`` (newline included), ``kind`` (request / notification /
-  response / invalid), ``method``, ``id``, ``params`` (elided).
+  response / invalid), ``method``, ``id``, ``params`` (elided), ``protocol`` (the revision the
+  message was sent under: its ``_meta`` version under 2026-07-28, the version an ``initialize``
+  asks for, else the one the session negotiated; :meth:`protocol.Session.revision`).
 - ``send``: a frame written: ``bytes`` (newline included), ``id``, ``sha256`` of the frame,
   ``write_ms`` (how long the write and flush blocked), ``error`` (why the write failed, e.g. the
   client closed the pipe; null when it completed), ``message`` (elided).
 - ``exit``: ``reason`` (stdin-eof / signal / error) and ``detail``.
 
 Over Streamable HTTP (``http_transport.py``) ``start`` also has ``url``; ``recv`` and ``send`` also
-have ``http`` (method, path, status, content type, session; ``bytes`` is the HTTP body, or the SSE
+have ``http`` (method, path, status, content type, session, and on ``recv`` the request headers
+``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``; ``bytes`` is the HTTP body, or the SSE
 event, of that message); ``http`` events record requests that carry no message (GET, DELETE).
 """
 

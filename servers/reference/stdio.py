@@ -34,6 +34,7 @@ def serve(session: Session, journal: Journal, probe: tuple[str, int] | None = No
             method=message.get("method") if is_dict else None,
             id=message.get("id") if is_dict else None,
             params=message.get("params") if is_dict else None,
+            protocol=session.revision(message) if is_dict else None,
         )
         if is_dict and message.get("method") == "notifications/cancelled":
             fault.cancelled((message.get("params") or {}).get("requestId"))

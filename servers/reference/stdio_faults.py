@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from cases import MIB, ascii_text, cjk_text
-from protocol import Session
+from protocol import META_LOG_LEVEL, Session, request_meta
 from wire import Wire, encode
 
 NOISE = b"[ledger] DEBUG fetching balance for ACC-4471 from primary\n"
@@ -129,16 +129,26 @@ class DuplicateResponse(Fault):
         wire.send(response)
 
 
-def _notifications(message: dict[str, Any], index: int, total: int) -> list[dict[str, Any]]:
-    """A log notification, and a progress notification when the request asked for progress."""
-    out: list[dict[str, Any]] = [
-        {
-            "jsonrpc": "2.0",
-            "method": "notifications/message",
-            "params": {"level": "info", "logger": "ledger", "data": f"reading ACC-4471, step {index + 1} of {total}"},
-        }
-    ]
-    token = ((message.get("params") or {}).get("_meta") or {}).get("progressToken")
+def _notifications(session: Session, message: dict[str, Any], index: int, total: int) -> list[dict[str, Any]]:
+    """A log notification, and a progress notification when the request asked for progress.
+
+    Under 2026-07-28 the log notification only goes out when the request set a log level in its
+    ``_meta`` (``io.modelcontextprotocol/logLevel``): a server MUST NOT send it otherwise."""
+    out: list[dict[str, Any]] = []
+    meta = request_meta(message)
+    if not session.modern or META_LOG_LEVEL in meta:
+        out.append(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {
+                    "level": "info",
+                    "logger": "ledger",
+                    "data": f"reading ACC-4471, step {index + 1} of {total}",
+                },
+            }
+        )
+    token = meta.get("progressToken")
     if token is not None:
         out.append(
             {
@@ -153,7 +163,7 @@ def _notifications(message: dict[str, Any], index: int, total: int) -> list[dict
 class InterleavedNotifications(Fault):
     def answer_case(self, wire: Wire, session: Session, message: dict[str, Any]) -> None:
         for index in range(NOTIFICATIONS):
-            for notification in _notifications(message, index, NOTIFICATIONS):
+            for notification in _notifications(session, message, index, NOTIFICATIONS):
                 wire.send(notification)
         super().answer_case(wire, session, message)
 
@@ -235,7 +245,7 @@ class CancelThenFollowup(Fault):
                         ticks_sent=index,
                     )
                     return
-                for notification in _notifications(message, index, ticks):
+                for notification in _notifications(session, message, index, ticks):
                     wire.send(notification)
                 time.sleep(CANCEL_TICK_S)
             wire.journal.write(

@@ -42,8 +42,9 @@ def text_of(data: Any) -> str:
     return json.dumps(data, separators=(", ", ": "))
 
 
-def tool_definitions(schema_mode: str) -> list[dict[str, Any]]:
-    """The ``tools/list`` entries; ``outputSchema`` only when ``schema_mode == "advertised"``."""
+def tool_definitions(schema_mode: str, output_schema: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The ``tools/list`` entries; ``outputSchema`` (:data:`OUTPUT_SCHEMA`, or a case's own) only
+    when ``schema_mode == "advertised"``."""
     balance: dict[str, Any] = {
         "name": TOOL_NAME,
         "description": "Current balance of a customer account, in minor units.",
@@ -54,7 +55,7 @@ def tool_definitions(schema_mode: str) -> list[dict[str, Any]]:
         },
     }
     if schema_mode == "advertised":
-        balance["outputSchema"] = OUTPUT_SCHEMA
+        balance["outputSchema"] = OUTPUT_SCHEMA if output_schema is None else output_schema
     echo = {
         "name": FOLLOWUP_TOOL,
         "description": "Returns its text argument (the harness's follow-up call).",
