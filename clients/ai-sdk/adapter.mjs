@@ -5,26 +5,31 @@
  *
  * `@ai-sdk/mcp` ships its own MCP client (not `@modelcontextprotocol/sdk`): `createMCPClient`
  * with its stdio transport `Experimental_StdioMCPTransport` (`@ai-sdk/mcp/mcp-stdio`) spawns the
- * reference server and initializes (`initializationOptions.timeout` = `call_timeout_ms`);
+ * reference server and connects (`initializationOptions.timeout` = `call_timeout_ms`) with its
+ * default `protocolVersionDiscovery: true`: it sends `server/discover` (2026-07-28) first and, when
+ * the server answers that the method is not found, falls back to `initialize` (2025-11-25);
  * `client.tools()` lists the tools and wraps each as an AI SDK tool. Each cell call and the
  * follow-up is one `generateText` run (`stopWhen: stepCountIs(3)`, `timeout` = `call_timeout_ms`:
  * the MCP client has no per-request timeout for `tools/call`, the AI SDK's call timeout aborts the
- * tool's `abortSignal`) with `MockLanguageModelV3` from `ai/test`: its first `doGenerate` answers
+ * tool's `abortSignal`) with `MockLanguageModelV4` from `ai/test` (the model specification `ai` 7
+ * speaks; it would hand a V3 model a prompt converted back to V3): its first `doGenerate` answers
  * with a `tool-call` part (id `call-1`), its second records the prompt it was given and answers
  * with text. The model view is the `tool-result` part of the last (`role: "tool"`) message of
  * that second prompt.
  *
  * Conversion (read in the installed source):
- *  - `node_modules/@ai-sdk/mcp/dist/index.mjs` `DefaultMCPClient.toolsFromDefinitions`: the
+ *  - `node_modules/@ai-sdk/mcp/dist/index.js` `CallToolResultSchema`: a result without `content`
+ *    but with `structuredContent` is given one text block, `JSON.stringify(structuredContent)`;
+ *  - `node_modules/@ai-sdk/mcp/dist/index.js` `DefaultMCPClient.toolsFromDefinitions`: the
  *    tool's `execute` returns the whole `CallToolResult` (isError included) unless the tool was
  *    declared with an `outputSchema`, in which case a non-error result goes through
  *    `extractStructuredContent` (structuredContent, validated by the schema's validator, else the
  *    JSON-parsed first text block); its `toModelOutput` is `mcpToModelOutput`: a result with a
  *    `content` array becomes `{type: "content", value: [...]}` (text blocks -> `{type: "text"}`,
- *    images -> `{type: "image-data"}`, any other block -> a text part holding
- *    `JSON.stringify(block)`; structuredContent and isError are dropped), anything else
+ *    images -> `{type: "file", mediaType, data: {type: "data"}}`, any other block -> a text part
+ *    holding `JSON.stringify(block)`; structuredContent and isError are dropped), anything else
  *    `{type: "json", value}`;
- *  - `node_modules/ai/dist/index.mjs` `createToolModelOutput`: calls `toModelOutput` for a tool
+ *  - `node_modules/ai/dist/index.js` `createToolModelOutput`: calls `toModelOutput` for a tool
  *    result; a tool that threw becomes `{type: "error-text", value: <message>}`, the only error
  *    marker the model gets (`error_flag`: the output type is `error-text` / `error-json`).
  *
@@ -37,7 +42,7 @@
  */
 
 import { generateText, jsonSchema, stepCountIs } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
+import { MockLanguageModelV4 } from 'ai/test';
 import { createMCPClient } from '@ai-sdk/mcp';
 import { Experimental_StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
 
@@ -86,7 +91,7 @@ async function listTools(handle, { options }) {
 }
 
 async function runCall(handle, call, { cell }, signal) {
-  const model = new MockLanguageModelV3({
+  const model = new MockLanguageModelV4({
     doGenerate: async () => (model.doGenerateCalls.length === 1
       ? {
         content: [{ type: 'tool-call', toolCallId: TOOL_CALL_ID, toolName: call.name, input: JSON.stringify(call.arguments) }],

@@ -3,37 +3,45 @@
  *
  *   node adapter.mjs <cell.json> <observation.json>      (cwd = this directory)
  *
- * `MCPClient` (its MCP client is `@modelcontextprotocol/sdk` v1) with one stdio server, `timeout`
- * = `call_timeout_ms` (initialize, tools/list and every tools/call). The `initialize` step is
- * `getConnectedClientForServer()`, the connect that `getTools()` makes first (TypeScript-private,
- * no public connect exists); `getTools()` then lists and wraps the tools, namespaced
- * `<server>_<tool>`, so the scripted model asks for `reference_<tool>`. Each cell call and the
- * follow-up is one `agent.generate(prompt, {maxSteps: 3})` of an `Agent` whose model is a
- * scripted AI SDK `LanguageModelV2` (the model interface `@mastra/core` drives through the AI
- * SDK v5 it bundles as `ai-v5`; written here because `ai-v5/test`'s `MockLanguageModelV2` imports
- * `msw`, a dev dependency that is not installed, and Mastra's own `test-utils/llm-mock` emits
- * text only): its first call streams one `tool-call` part (id `call-1`), its second records the
- * prompt and streams text (`doGenerate` answers the same script). The model
- * view is the `tool-result` part of the last (`role: "tool"`) message of that second prompt.
- * Mastra's telemetry and AI tracing are not configured (no `Mastra` instance), so nothing is
- * exported.
+ * `MCPClient` (its MCP client is `@modelcontextprotocol/client`, TypeScript SDK v2) with one stdio
+ * server, `timeout` = `call_timeout_ms` (initialize, tools/list and every tools/call). No
+ * `protocolVersion` is set, so Mastra keeps the SDK's `versionNegotiation: {mode: "auto"}`: it
+ * spawns the server once to probe `server/discover`, ends that process when the server answers
+ * that the method is not found, and connects to a second one with `initialize` (2025-11-25). The
+ * `initialize` step is `getConnectedClientForServer()`, the connect that `listTools()` makes first
+ * (TypeScript-private, no public connect exists); `listTools()` (Mastra 1.x's name for
+ * `getTools()`) then lists and wraps the tools, namespaced `<server>_<tool>`, so the scripted
+ * model asks for `reference_<tool>`. Each cell call and the follow-up is one
+ * `agent.generate(prompt, {maxSteps: 3})` of an `Agent` whose model is a scripted AI SDK
+ * `LanguageModelV2` (`@mastra/core` 1.x drives v2, v3 and v4 models, each with the prompt of its
+ * AI SDK major, a v2 model the AI SDK v5 one; written here because no AI SDK test package is
+ * installed and Mastra's own `test-utils/llm-mock` emits text only): its first call streams one
+ * `tool-call` part (id `call-1`), its second records the prompt and streams text (`doGenerate`
+ * answers the same script). The model view is the `tool-result` part of the last
+ * (`role: "tool"`) message of that second prompt. Mastra's telemetry and AI tracing are not
+ * configured (no `Mastra` instance), so nothing is exported.
  *
  * Conversion (read in the installed source):
- *  - `node_modules/@mastra/mcp/dist/index.js` `InternalMastraMCPClient.tools()`, the `execute`
- *    closure of each `createTool`: `callTool` with `CallToolResultSchema`; **if
- *    `structuredContent !== undefined` it returns the structuredContent alone**, otherwise the
- *    whole CallToolResult (content, isError, ...). The tool also carries the MCP outputSchema
- *    (`convertOutputSchema`, converted to zod), which `@mastra/core` `createTool` validates
- *    the returned value against;
- *  - `node_modules/@mastra/core/dist/chunk-BBE22VBK.js` `CoreToolBuilder.createExecute` (the
- *    wrapper the agent loop calls): an error the tool throws (e.g. the MCP SDK's `McpError` for
- *    a structuredContent that fails the outputSchema) is caught and **returned** as a
- *    `MastraError` (`TOOL_EXECUTION_FAILED`), i.e. as an ordinary tool result;
- *  - `@mastra/core`'s message list then hands the returned value to the model as a
- *    `tool-result` part whose `output` is `{type: "json", value}` (the value serialized as
- *    `JSON.stringify` would: a `MastraError` through its `toJSON()`: message, details, code).
- *    Only a tool call without any result (all calls of the step failed) would stop the loop;
- *    an `error-text` / `error-json` output type is the error marker read into `error_flag`.
+ *  - `node_modules/@mastra/mcp/dist/index.js` `InternalMastraMCPClient.buildToolFromListEntry`
+ *    (called by `tools()`), the `execute` closure of each `createTool`: `client.callTool` (the
+ *    SDK v2 client checks structuredContent against the listed outputSchema and raises);
+ *    **an `isError` result is thrown** as a `MastraError` (`MCP_CLIENT_TOOL_EXECUTION_FAILED`)
+ *    whose text is the result's text blocks (the default `onToolError: "throw"`); **if
+ *    `structuredContent !== undefined` it returns the structuredContent alone** (checked against
+ *    the outputSchema first when one was listed; a failure is returned as the validation error),
+ *    with the result's `content` attached on a non-enumerable symbol; otherwise the whole
+ *    CallToolResult. A tool listed with an outputSchema has the `toModelOutput` of
+ *    `createStructuredToolToModelOutput()`: the model reads the text of those text blocks
+ *    (`{type: "text"}`, joined by newlines) and the structured value (`{type: "json"}`) only when
+ *    there is none;
+ *  - `node_modules/@mastra/core/dist/utils-*.js` `CoreToolBuilder.createExecute` (the wrapper the
+ *    agent loop calls): an error the tool throws is rethrown as a `MastraError`
+ *    (`TOOL_EXECUTION_FAILED`); the agent loop records a tool error, which the message list
+ *    (`dist/message-list-*.js` `createToolModelOutput`) hands the model as a `tool-result` part
+ *    whose `output` is `{type: "error-text", value: <message>}`, the error marker read into
+ *    `error_flag` (with `error-json`);
+ *  - any other returned value reaches the model as `{type: "json", value}` (the value serialized
+ *    as `JSON.stringify` would).
  *
  * Options: none.
  */
@@ -68,7 +76,7 @@ async function connect({ cell, reportError }) {
 }
 
 async function listTools(handle) {
-  handle.tools = await handle.mcp.getTools();
+  handle.tools = await handle.mcp.listTools();
   return Object.keys(handle.tools);
 }
 
