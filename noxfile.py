@@ -6,6 +6,8 @@ checks the reference server with the conformance suite and renders the report.
   ``python -m harness run``, e.g. ``nox -s matrix -- --adapter ts-sdk --family size``).
 - ``probe``:   find the largest stdio frame each column accepts (``boundary.json`` of the run).
 - ``report``:  render ``reports/`` from the latest run.
+- ``record``:  record one tool of your own MCP server into a case file (``cases/NAME.json``).
+- ``examples``: build the example servers ``record`` is shown on (``servers/examples/``).
 - ``tests``:   the test suite (``nox -s tests -- -m slow`` for the slow end-to-end tests only).
 - ``lint``:    ruff check and ruff format --check (``nox -s lint -- --fix`` to fix what can be fixed).
 - ``typecheck``: mypy, strict, over the harness and the reference server.
@@ -81,6 +83,19 @@ def matrix(session: nox.Session) -> None:
 def probe(session: nox.Session) -> None:
     """Find the largest stdio frame each column accepts, into the latest run (boundary.json)."""
     _harness(session, "probe")
+
+
+@nox.session
+def record(session: nox.Session) -> None:
+    """Record one tool of your MCP server into a case file (``-- --server-cmd CMD | --server-url URL
+    --tool NAME --arguments JSON``; ``python -m harness record --help``)."""
+    _harness(session, "record")
+
+
+@nox.session(venv_backend="none")
+def examples(session: nox.Session) -> None:
+    """Build the example servers (Python SDK and TypeScript SDK, pinned) and print how to start each."""
+    session.run(sys.executable, str(ROOT / "servers" / "examples" / "build.py"), *session.posargs, external=True)
 
 
 @nox.session

@@ -1,5 +1,5 @@
 """Command line: ``python -m harness`` (or ``mcp-client-matrix``) with the commands
-prepare, run, probe, report, diff, list, catalog and base-image.
+prepare, run, probe, report, diff, list, catalog, record and base-image.
 
 This module only parses flags and dispatches; runs are orchestrated by :mod:`harness.runs`.
 Bad input is one line on stderr (``error: ...``) and exit code 2, with nothing written.
@@ -32,6 +32,7 @@ from . import (
     images,
     manifest,
     meta,
+    record,
     report,
     runs,
     store,
@@ -244,6 +245,25 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("catalog", help="print the fault catalog as Markdown (docs/fault-catalog.md)")
 
+    rec = sub.add_parser("record", help="record one tool's listing and result from your MCP server into a case file")
+    server = rec.add_mutually_exclusive_group(required=True)
+    server.add_argument("--server-cmd", metavar="COMMAND", help='a stdio server, e.g. "node build/index.js --flag"')
+    server.add_argument("--server-url", metavar="URL", help="a Streamable HTTP server, e.g. http://127.0.0.1:3000/mcp")
+    rec.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="stdio: set in its environment")
+    rec.add_argument("--cwd", type=Path, default=None, help="stdio: the directory it runs in")
+    rec.add_argument("--tool", required=True, help="the tool to call (it must be listed)")
+    rec.add_argument(
+        "--arguments", default="{}", metavar="JSON|@FILE", help="the call's arguments: a JSON object or @file.json"
+    )
+    rec.add_argument(
+        "--protocol",
+        default=catalog.LEGACY_PROTOCOL,
+        help=f"the revision to speak: {' or '.join(catalog.PROTOCOLS)} (default {catalog.LEGACY_PROTOCOL})",
+    )
+    rec.add_argument("--name", default=None, help="the case's name (default: the tool's); names cases/NAME.json")
+    rec.add_argument("--out", type=Path, default=None, help="the case file to write (default: cases/NAME.json)")
+    rec.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer (default 30)")
+
     base = sub.add_parser("base-image", help="docker: bootstrap a Debian base image with debootstrap (no registry)")
     base.add_argument("--tag", default=images.BOOTSTRAP_TAG, help=f"image tag (default {images.BOOTSTRAP_TAG})")
     base.add_argument("--suite", default="bookworm", help="Debian suite (default bookworm)")
@@ -367,6 +387,31 @@ def cmd_diff(layout: Layout, args: argparse.Namespace) -> int:
     return EXIT_DIFFERS if len(found.differing) or uneven else EXIT_OK
 
 
+def cmd_record(layout: Layout, args: argparse.Namespace) -> int:
+    request = record.request_of(
+        layout,
+        server_cmd=args.server_cmd,
+        server_url=args.server_url,
+        env=args.env,
+        cwd=args.cwd,
+        tool=args.tool,
+        arguments=args.arguments,
+        protocol=args.protocol,
+        name=args.name,
+        out=args.out,
+        timeout_s=args.timeout,
+    )
+    path, data = record.record(layout, request)
+    server = data["server"]
+    error = f" (an isError result: {record.first_text(data['result'])!r})" if data["result"].get("isError") else ""
+    print(
+        f"recorded {path}: {request.tool} of {server['name'] or 'an unnamed server'} {server['version'] or ''}".rstrip()
+        + f", {data['protocol']}, {data['frame_bytes'] or 0:,} bytes{error}",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
 def cmd_catalog(layout: Layout, args: argparse.Namespace) -> int:
     sys.stdout.write(catalog_doc.markdown())
     return EXIT_OK
@@ -381,6 +426,7 @@ COMMANDS: dict[str, Callable[[Layout, argparse.Namespace], int]] = {
     "catalog": cmd_catalog,
     "base-image": cmd_base_image,
     "diff": cmd_diff,
+    "record": cmd_record,
 }
 
 USER_ERRORS = (UsageError, manifest.ManifestError, backends.PrepareError, ObservationError, OSError)
