@@ -57,6 +57,11 @@ class Reply:
         assert self.content_type == "text/event-stream", self.content_type
         return [json.loads(data) for data in sse_data(self.body)]
 
+    def message(self) -> dict[str, Any]:
+        """The body's only JSON-RPC message."""
+        [only] = self.messages()
+        return only
+
 
 def sse_data(body: bytes) -> list[str]:
     out = []

@@ -9,6 +9,7 @@ from harness import catalog, cells, manifest
 from harness.classify import cells_frame, wire_protocol
 
 from .conftest import REPO
+from .test_classify import record
 
 ADAPTERS = {a.name: a for a in manifest.discover(REPO / "clients")}
 
@@ -67,23 +68,10 @@ def test_the_spoken_revision_is_the_case_call_s_else_the_last_request_s():
 
 
 def test_cells_csv_has_the_asked_and_the_spoken_revision():
-    record = {
-        "key": "k",
-        "column": "c",
-        "adapter": "a",
-        "variant": "v",
-        "case": "ok",
-        "family": "schema",
-        "schema": "advertised",
-        "transport": "stdio",
-        "protocol": "2026-07-28",
-        "budget_ms": 30000,
-        "harness_error": None,
-        "process": {"exit_code": 0, "timed_out": False, "wall_ms": 10.0},
-        "observation": None,
-        "journal": [_recv("initialize", "2025-11-25")],
-    }
-    row = cells_frame([record], {"adapters": {}}).iloc[0]
+    handshake_refused = {**record(None, init_ok=False), "protocol": "2026-07-28"}
+    handshake_refused["journal"] = [_recv("initialize", "2025-11-25")]
+    row = cells_frame([handshake_refused], {"adapters": {}}).iloc[0]
     assert (row["protocol"], row["wire_protocol"]) == ("2026-07-28", "2025-11-25")
-    old = {key: value for key, value in record.items() if key != "protocol"}  # a run before the axis
-    assert cells_frame([old], {"adapters": {}}).iloc[0]["protocol"] == "2025-11-25"
+    before_the_axis = record(None)  # a run's record without a protocol
+    assert "protocol" not in before_the_axis
+    assert cells_frame([before_the_axis], {"adapters": {}}).iloc[0]["protocol"] == "2025-11-25"

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from .conftest import REPO
+from .test_http_transport import Reply
 
 MODERN = "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
@@ -44,27 +45,6 @@ def standard_headers(message: dict[str, Any]) -> dict[str, str]:
     if source is not None:
         headers["Mcp-Name"] = message["params"][source]
     return headers
-
-
-class Reply:
-    def __init__(self, status: int, headers: http.client.HTTPMessage, body: bytes) -> None:
-        self.status, self.headers, self.body = status, headers, body
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("Content-Type") or ""
-
-    def messages(self) -> list[dict[str, Any]]:
-        """One JSON body, or one message per SSE ``data`` line."""
-        if self.content_type.startswith("application/json"):
-            return [json.loads(self.body)]
-        assert self.content_type == "text/event-stream", self.content_type
-        lines = self.body.decode("utf-8").splitlines()
-        return [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
-
-    def message(self) -> dict[str, Any]:
-        [only] = self.messages()
-        return only
 
 
 class Server:
