@@ -6,7 +6,7 @@ checks the reference server with the conformance suite and renders the report.
   ``python -m harness run``, e.g. ``nox -s matrix -- --adapter ts-sdk --family size``).
 - ``probe``:   find the largest stdio frame each column accepts (``boundary.json`` of the run).
 - ``report``:  render ``reports/`` from the latest run.
-- ``record``:  record one tool of your own MCP server into a case file (``cases/NAME.json``).
+- ``record``:  record one tool of your own MCP server into a case file (``case-files/NAME.json``).
 - ``examples``: build the example servers ``record`` is shown on (``servers/examples/``).
 - ``tests``:   the test suite (``nox -s tests -- -m slow`` for the slow end-to-end tests only).
 - ``lint``:    ruff check and ruff format --check (``nox -s lint -- --fix`` to fix what can be fixed).

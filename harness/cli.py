@@ -260,8 +260,8 @@ def parser() -> argparse.ArgumentParser:
         default=catalog.LEGACY_PROTOCOL,
         help=f"the revision to speak: {' or '.join(catalog.PROTOCOLS)} (default {catalog.LEGACY_PROTOCOL})",
     )
-    rec.add_argument("--name", default=None, help="the case's name (default: the tool's); names cases/NAME.json")
-    rec.add_argument("--out", type=Path, default=None, help="the case file to write (default: cases/NAME.json)")
+    rec.add_argument("--name", default=None, help="the case's name (default: the tool's); names case-files/NAME.json")
+    rec.add_argument("--out", type=Path, default=None, help="the case file to write (default: case-files/NAME.json)")
     rec.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer (default 30)")
 
     base = sub.add_parser("base-image", help="docker: bootstrap a Debian base image with debootstrap (no registry)")

@@ -161,7 +161,7 @@ def request_of(
         arguments=parse_arguments(arguments),
         protocol=check_protocol(protocol),
         name=case_name,
-        out=out if out is not None else layout.root / "cases" / f"{case_name}.json",
+        out=out if out is not None else layout.root / "case-files" / f"{case_name}.json",
         timeout_s=timeout_s,
     )
 

@@ -51,7 +51,7 @@ def test_a_python_sdk_tool_is_recorded_exactly_over_stdio(scratch, examples):
     command = shlex.join(examples["python-inventory"])
     done = _record(scratch, "--server-cmd", command, "--tool", "stock_level", "--arguments", '{"sku": "A-100"}',
                    "--env", "INVENTORY_TOKEN=do-not-write-me")  # fmt: skip
-    path = scratch.root / "cases" / "stock_level.json"
+    path = scratch.root / "case-files" / "stock_level.json"
     assert f"recorded {path}" in done.stderr
     text = path.read_text()
     assert "do-not-write-me" not in text, "environment values are never written"
@@ -106,7 +106,7 @@ def test_a_2026_07_28_server_is_recorded_under_that_revision(scratch):
     reference = shlex.join([sys.executable, str(REPO / "servers" / "reference"), "--protocol", "2026-07-28"])
     _record(scratch, "--server-cmd", reference, "--tool", "get_account_balance", "--arguments", ACCOUNT_CALL,
             "--protocol", "2026-07-28", "--name", "modern")  # fmt: skip
-    case = json.loads((scratch.root / "cases" / "modern.json").read_text())
+    case = json.loads((scratch.root / "case-files" / "modern.json").read_text())
     assert case["protocol"] == "2026-07-28"
     assert case["result"]["resultType"] == "complete"
     assert case["server"]["name"] == "mcp-client-matrix-reference"
@@ -167,5 +167,5 @@ def test_bad_input_is_one_line_and_nothing_is_written(scratch, server, args, nee
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], done.stderr
-    assert not (scratch.root / "cases").exists(), "nothing written"
+    assert not (scratch.root / "case-files").exists(), "nothing written"
     assert scratch.processes_left() == []
