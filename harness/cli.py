@@ -65,6 +65,7 @@ _jobs = _positive(int, "a positive whole number")
 _count = _positive(int, "a whole number >= 0", zero=True)
 _scale = _positive(float, "a positive number")
 _bytes = _positive(int, "a positive number of bytes")
+_seconds = _positive(float, "a positive number of seconds")
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -258,11 +259,12 @@ def parser() -> argparse.ArgumentParser:
     rec.add_argument(
         "--protocol",
         default=catalog.LEGACY_PROTOCOL,
-        help=f"the revision to speak: {' or '.join(catalog.PROTOCOLS)} (default {catalog.LEGACY_PROTOCOL})",
+        choices=catalog.PROTOCOLS,
+        help=f"the revision to speak (default {catalog.LEGACY_PROTOCOL})",
     )
     rec.add_argument("--name", default=None, help="the case's name (default: the tool's); names case-files/NAME.json")
     rec.add_argument("--out", type=Path, default=None, help="the case file to write (default: case-files/NAME.json)")
-    rec.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each answer (default 30)")
+    rec.add_argument("--timeout", type=_seconds, default=30.0, help="seconds to wait for each answer (default 30)")
 
     base = sub.add_parser("base-image", help="docker: bootstrap a Debian base image with debootstrap (no registry)")
     base.add_argument("--tag", default=images.BOOTSTRAP_TAG, help=f"image tag (default {images.BOOTSTRAP_TAG})")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, meta, process
-from .catalog import LEGACY_PROTOCOL, PROTOCOLS
+from .catalog import LEGACY_PROTOCOL
 from .errors import UsageError
 from .layout import Layout
 
@@ -120,12 +120,6 @@ def check_name(name: str) -> str:
     return name
 
 
-def check_protocol(protocol: str) -> str:
-    if protocol not in PROTOCOLS:
-        raise UsageError(f"--protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
-    return protocol
-
-
 def request_of(
     layout: Layout,
     *,
@@ -140,7 +134,8 @@ def request_of(
     out: Path | None = None,
     timeout_s: float = 30.0,
 ) -> Request:
-    """A validated :class:`Request` from the command line's values."""
+    """A validated :class:`Request` from the command line's values (``protocol`` and ``timeout_s``
+    come checked by the parser: one of :data:`harness.catalog.PROTOCOLS`, above 0)."""
     if (server_cmd is None) == (server_url is None):
         raise UsageError("give the server as --server-cmd COMMAND or as --server-url URL (one of them)")
     if server_url is not None and not server_url.startswith(("http://", "https://")):
@@ -149,8 +144,6 @@ def request_of(
         raise UsageError("--env and --cwd apply to --server-cmd only")
     if cwd is not None and not cwd.is_dir():
         raise UsageError(f"--cwd {cwd}: not a directory")
-    if timeout_s <= 0:
-        raise UsageError(f"--timeout {timeout_s}: expected a positive number of seconds")
     case_name = check_name(name or re.sub(r"[^A-Za-z0-9._-]+", "-", tool).strip("-") or "tool")
     return Request(
         command=parse_command(server_cmd) if server_cmd is not None else None,
@@ -159,7 +152,7 @@ def request_of(
         cwd=cwd.resolve() if cwd is not None else None,
         tool=tool,
         arguments=parse_arguments(arguments),
-        protocol=check_protocol(protocol),
+        protocol=protocol,
         name=case_name,
         out=out if out is not None else layout.root / "case-files" / f"{case_name}.json",
         timeout_s=timeout_s,

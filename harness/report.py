@@ -10,6 +10,7 @@ and moved into place entry by entry: a failed render never leaves a half-written
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -161,21 +162,19 @@ def _rows(cells: list[dict[str, Any]], columns: list[dict[str, Any]]) -> list[Ro
     rows = []
     for case in catalog.CASES:
         first = True
-        for protocol in catalog.PROTOCOLS:
-            for schema in case.schema_modes:
-                for transport in transports:
-                    row = Row(case, protocol, schema, transport, first)
-                    for column in columns:
-                        data = by_cell.get((case.id, protocol, schema, transport, column["client"]))
-                        if data is not None:
-                            row.cells[column["client"]] = data
-                        elif protocol not in column["protocols"]:
-                            href = _era_href(by_cell, protocol, transport, column["client"])
-                            if href is not None:
-                                row.not_asked[column["client"]] = href
-                    if row.cells:
-                        rows.append(row)
-                        first = False
+        for protocol, schema, transport in itertools.product(catalog.PROTOCOLS, case.schema_modes, transports):
+            row = Row(case, protocol, schema, transport, first)
+            for column in columns:
+                data = by_cell.get((case.id, protocol, schema, transport, column["client"]))
+                if data is not None:
+                    row.cells[column["client"]] = data
+                elif protocol not in column["protocols"]:
+                    href = _era_href(by_cell, protocol, transport, column["client"])
+                    if href is not None:
+                        row.not_asked[column["client"]] = href
+            if row.cells:
+                rows.append(row)
+                first = False
     return rows
 
 

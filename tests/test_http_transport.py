@@ -76,10 +76,12 @@ def sse_data(body: bytes) -> list[str]:
 
 
 class Server:
-    """``python servers/reference --transport MODE`` on a free port, with its journal."""
+    """``python servers/reference --transport MODE --protocol REV`` on a free port, with its journal."""
 
-    def __init__(self, tmp_path: Path, mode: str, case: str = "ok", schema: str = "advertised") -> None:
-        self.journal_path = tmp_path / f"journal-{mode}-{case}.jsonl"
+    def __init__(
+        self, tmp_path: Path, mode: str, case: str = "ok", schema: str = "advertised", protocol: str = "2025-11-25"
+    ) -> None:
+        self.journal_path = tmp_path / f"journal-{mode}-{case}-{protocol}.jsonl"
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -88,6 +90,8 @@ class Server:
                 case,
                 "--schema",
                 schema,
+                "--protocol",
+                protocol,
                 "--transport",
                 mode,
                 "--port",

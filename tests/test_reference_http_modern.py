@@ -4,31 +4,19 @@ stdlib ``http.client``; each check looks at the status, the JSON-RPC body and th
 from __future__ import annotations
 
 import base64
-import http.client
-import json
-import selectors
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
-from .conftest import REPO
-from .test_http_transport import Reply
+from .test_http_transport import CONTENT_TYPE, MODES, Reply, Server
 
 MODERN = "2026-07-28"
-ACCEPT = "application/json, text/event-stream"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 META = {VERSION_KEY: MODERN, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}, CAPABILITIES_KEY: {}}
-MODES = ("http-json", "http-sse")
-CONTENT_TYPE = {"http-json": "application/json", "http-sse": "text/event-stream"}
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-URL_TIMEOUT_S = 15.0
 
 
 def request(msg_id: Any, method: str, params: dict[str, Any] | None = None, meta: Any = META) -> dict[str, Any]:
@@ -47,64 +35,21 @@ def standard_headers(message: dict[str, Any]) -> dict[str, str]:
     return headers
 
 
-class Server:
-    """``python servers/reference --protocol REV --transport MODE`` on a free port, with its journal."""
-
-    def __init__(self, tmp_path: Path, mode: str, case: str = "ok", protocol: str = MODERN) -> None:
-        self.journal_path = tmp_path / f"journal-{mode}-{case}-{protocol}.jsonl"
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPO / "servers" / "reference"),
-                *("--case", case, "--protocol", protocol, "--transport", mode, "--port", "0"),
-                *("--journal", str(self.journal_path)),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-        )
-        assert self.process.stdout is not None
-        with selectors.DefaultSelector() as selector:  # the URL line, within URL_TIMEOUT_S
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            ready = selector.select(timeout=URL_TIMEOUT_S)
-        line = self.process.stdout.readline() if ready else b""
-        if not line:
-            self.process.kill()
-            _, stderr = self.process.communicate(timeout=10)
-            raise AssertionError(f"the server printed no URL line: {stderr.decode()[-2000:]}")
-        self.url = urlsplit(json.loads(line)["url"])
+class ModernServer(Server):
+    """The reference server over HTTP under ``protocol`` (2026-07-28 by default), posting with the
+    standard headers of each message unless ``standard`` is False."""
 
     def post(self, message: Any, headers: dict[str, str] | None = None, *, standard: bool = True) -> Reply:
-        """POST ``message`` with the standard headers (unless ``standard`` is False) and ``headers``."""
-        base = {"Content-Type": "application/json", "Accept": ACCEPT}
-        if standard:
-            base.update(standard_headers(message))
-        return self.request("POST", json.dumps(message).encode(), {**base, **(headers or {})})
-
-    def request(self, method: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> Reply:
-        assert self.url.hostname and self.url.port
-        connection = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=30)
-        try:
-            connection.request(method, self.url.path, body=body, headers=headers or {})
-            response = connection.getresponse()
-            return Reply(response.status, response.headers, response.read())
-        finally:
-            connection.close()
-
-    def stop(self) -> list[dict[str, Any]]:
-        """SIGTERM, then the journal."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=10)
-        return [json.loads(line) for line in self.journal_path.read_text().splitlines()]
+        extra = {**(standard_headers(message) if standard else {}), **(headers or {})}
+        return super().post(message, session=False, headers=extra)
 
 
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[Any]:
-    started: list[Server] = []
+    started: list[ModernServer] = []
 
-    def start(mode: str, case: str = "ok", protocol: str = MODERN) -> Server:
-        server = Server(tmp_path, mode, case, protocol)
+    def start(mode: str, case: str = "ok", protocol: str = MODERN) -> ModernServer:
+        server = ModernServer(tmp_path, mode, case, protocol=protocol)
         started.append(server)
         return server
 

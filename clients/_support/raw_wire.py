@@ -181,6 +181,21 @@ def message_kind(message: Any) -> str | None:
     return "request" if "id" in message else "notification"
 
 
+def _http_frame(http: str, request: Any, msg_id: Any) -> dict[str, Any]:
+    """A frame of one HTTP exchange, before its answer fills it in."""
+    return {
+        "http": http,
+        "request": request,
+        "id": msg_id,
+        "status": None,
+        "content_type": None,
+        "bytes": 0,
+        "parse_error": None,
+        "messages": [],
+        "error": None,
+    }
+
+
 class HttpWire(BaseWire):
     """Streamable HTTP by hand: one ``urllib`` POST per message, each in a thread of its own so that
     a slow answer can be timed out or cancelled; responses go to the same queue as on stdio."""
@@ -229,17 +244,7 @@ class HttpWire(BaseWire):
     def _exchange(self, message: dict[str, Any]) -> None:
         """POST ``message`` and read the whole answer (JSON body or SSE stream) into the queue."""
         msg_id = message.get("id") if "method" in message else None
-        frame: dict[str, Any] = {
-            "http": "POST",
-            "request": message.get("method"),
-            "id": msg_id,
-            "status": None,
-            "content_type": None,
-            "bytes": 0,
-            "parse_error": None,
-            "messages": [],
-            "error": None,
-        }
+        frame = _http_frame("POST", message.get("method"), msg_id)
         request = urllib.request.Request(
             self.url, data=json.dumps(message).encode(), headers=self._headers(message), method="POST"
         )
@@ -343,17 +348,7 @@ class HttpWire(BaseWire):
         """``DELETE`` the session (when the server gave one); 405 means the server does not allow it."""
         if self.session_id is None:
             return
-        frame: dict[str, Any] = {
-            "http": "DELETE",
-            "request": None,
-            "id": None,
-            "status": None,
-            "content_type": None,
-            "bytes": 0,
-            "parse_error": None,
-            "messages": [],
-            "error": None,
-        }
+        frame = _http_frame("DELETE", None, None)
         request = urllib.request.Request(self.url, headers=self._headers(), method="DELETE")
         try:
             try:

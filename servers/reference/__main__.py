@@ -98,16 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_signal)
+    start = {"case": args.case, "schema": args.schema, "protocol": args.protocol, "pid": os.getpid()}
     try:
         if args.transport == "stdio":
-            journal.write(
-                "start",
-                case=args.case,
-                schema=args.schema,
-                protocol=args.protocol,
-                pid=os.getpid(),
-                transport="stdio",
-            )
+            journal.write("start", **start, transport="stdio")
             case = PROBE_CASE if probing else CASES[args.case]
             probe = (args.probe_kind, args.probe_bytes) if probing else None
             reason = serve(Session(case, args.schema, args.protocol), plain, probe)
@@ -117,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 journal,
                 args.transport,
                 args.port,
-                start={"case": args.case, "schema": args.schema, "protocol": args.protocol, "pid": os.getpid()},
+                start=start,
                 protocol=args.protocol,
             )
         journal.write("exit", reason=reason, detail=None)

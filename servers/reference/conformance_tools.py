@@ -47,14 +47,15 @@ from protocol import (
     LATEST_VERSION,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     Session,
     error_response,
+    reply,
     request_meta,
 )
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 STEP_S = 0.05
-MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 
 
 def _png_1x1_red() -> bytes:
@@ -285,13 +286,13 @@ class ConformanceSession:
                     result.setdefault("capabilities", {}).update({"tools": {"listChanged": False}, "logging": {}})
             return answers
         if method == "tools/list":
-            return [_reply(msg_id, {"tools": LEGACY_TOOLS})]
+            return [reply(msg_id, {"tools": LEGACY_TOOLS})]
         if method == "logging/setLevel":
             level = params.get("level")
             if level not in LOG_LEVELS:
                 return [error_response(msg_id, INVALID_PARAMS, f"Invalid log level: {level!r}")]
             self.log_level = level
-            return [_reply(msg_id, {})]
+            return [reply(msg_id, {})]
         if method == "tools/call":
             call = _Call(stream, params, request_meta(message), self.log_level, self.client_capabilities)
             return [self._call(msg_id, params, call)]
@@ -306,7 +307,7 @@ class ConformanceSession:
         if refused is not None:
             return refused
         if method == "tools/list":
-            return _reply(msg_id, self._base._complete({"tools": MODERN_TOOLS}, cacheable=True))
+            return reply(msg_id, self._base.complete({"tools": MODERN_TOOLS}, cacheable=True))
         if method != "tools/call":
             with self._lock:
                 [answer] = self._base.handle(message)
@@ -330,7 +331,7 @@ class ConformanceSession:
             )
         answer = self._call(msg_id, params, call)
         if "result" in answer:
-            answer["result"] = self._base._complete(answer["result"])
+            answer["result"] = self._base.complete(answer["result"])
         return answer
 
     def _call(self, msg_id: Any, params: dict[str, Any], call: _Call) -> dict[str, Any]:
@@ -338,7 +339,7 @@ class ConformanceSession:
         listed = MODERN_TOOLS if self.modern else LEGACY_TOOLS
         if not isinstance(name, str) or all(entry["name"] != name for entry in listed):
             return error_response(msg_id, INVALID_PARAMS, f"Unknown tool: {name}")
-        return _reply(msg_id, _CALLS[name](call))
+        return reply(msg_id, _CALLS[name](call))
 
 
 class _Call:
@@ -380,10 +381,6 @@ class _Call:
             raise RuntimeError(f"{method} failed: {json.dumps(response['error'])}")
         result = response.get("result")
         return result if isinstance(result, dict) else {}
-
-
-def _reply(msg_id: Any, result: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
 # -- the tools ------------------------------------------------------------------------------------

@@ -74,10 +74,10 @@ from http_request import Posted
 from http_sessions import HttpSession
 from protocol import (
     HEADER_MISMATCH,
+    LEGACY_VERSIONS,
     META_VERSION,
     METHOD_NOT_FOUND,
     MODERN_VERSIONS,
-    SUPPORTED_VERSIONS,
     error_response,
 )
 
@@ -228,7 +228,7 @@ def version_refusal(version: str | None, negotiated: str | None) -> Refusal | No
     """400 for an ``MCP-Protocol-Version`` that is neither supported nor the session's, else None."""
     if version is None:
         return None  # the spec's fallback: assume 2025-03-26
-    if version in SUPPORTED_VERSIONS or version == negotiated:
+    if version in LEGACY_VERSIONS or version == negotiated:
         return None
     reason = f"unsupported MCP-Protocol-Version {version!r}"
     return Refusal(400, f"Bad Request: {reason}", reason)

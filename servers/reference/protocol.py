@@ -29,9 +29,8 @@ from cases import Case
 from tool import ACCOUNT, FOLLOWUP_TOOL, TOOL_NAME, tool_definitions
 
 LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The versions an ``initialize`` may negotiate."""
 MODERN_VERSIONS = ("2026-07-28",)
-SUPPORTED_VERSIONS = LEGACY_VERSIONS
-"""The versions an ``initialize`` may negotiate (the legacy era)."""
 LATEST_VERSION = LEGACY_VERSIONS[-1]
 REVISIONS = (LATEST_VERSION, MODERN_VERSIONS[-1])
 """The revisions the server can be asked to speak (``--protocol``): the matrix's protocol axis."""
@@ -48,6 +47,7 @@ LIST_TTL_MS = 0
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
@@ -62,11 +62,15 @@ def message_kind(message: Any) -> str:
     return "invalid"
 
 
-def request_meta(message: Any) -> dict[str, Any]:
-    """``params._meta`` of a message, or an empty dict."""
-    params = message.get("params") if isinstance(message, dict) else None
+def params_meta(params: Any) -> dict[str, Any]:
+    """``_meta`` of a request's params, or an empty dict."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     return meta if isinstance(meta, dict) else {}
+
+
+def request_meta(message: Any) -> dict[str, Any]:
+    """``params._meta`` of a message, or an empty dict."""
+    return params_meta(message.get("params") if isinstance(message, dict) else None)
 
 
 def request_revision(message: Any, negotiated: str | None) -> str | None:
@@ -98,7 +102,7 @@ def unsupported_version(msg_id: Any, requested: Any, supported: tuple[str, ...] 
     )
 
 
-def _reply(msg_id: Any, result: dict[str, Any]) -> dict[str, Any]:
+def reply(msg_id: Any, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": msg_id, "result": result}
 
 
@@ -110,7 +114,6 @@ class Session:
             raise ValueError(f"protocol {protocol!r}: expected one of {', '.join(REVISIONS)}")
         self.case = case
         self.schema_mode = schema_mode
-        self.protocol = protocol
         self.modern = protocol in MODERN_VERSIONS
         self.negotiated: str | None = None
         """The version an ``initialize`` answer named (legacy era)."""
@@ -132,18 +135,21 @@ class Session:
 
     def _legacy(self, msg_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "initialize":
-            return _reply(msg_id, self._initialize(params))
+            return reply(msg_id, self._initialize(params))
         if method == "ping":
-            return _reply(msg_id, {})
+            return reply(msg_id, {})
         if method == "tools/list":
-            return _reply(msg_id, {"tools": tool_definitions(self.schema_mode, self.case.output_schema)})
+            return reply(msg_id, self._tools())
         if method == "tools/call":
             return self._call(msg_id, params)
         return error_response(msg_id, METHOD_NOT_FOUND, f"Method not found: {method}")
 
+    def _tools(self) -> dict[str, Any]:
+        return {"tools": tool_definitions(self.schema_mode, self.case.output_schema)}
+
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
-        version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
+        version = requested if requested in LEGACY_VERSIONS else LATEST_VERSION
         self.negotiated = self.case.initialize_version or version
         return {
             "protocolVersion": self.negotiated,
@@ -158,7 +164,7 @@ class Session:
         supported = MODERN_VERSIONS if self.case.speaks_only is None else (self.case.speaks_only,)
         if method == "initialize":
             return unsupported_version(msg_id, params.get("protocolVersion"), supported)
-        meta = request_meta({"params": params})
+        meta = params_meta(params)
         version = meta.get(META_VERSION)
         if version is None:
             return error_response(msg_id, INVALID_PARAMS, f"Invalid params: _meta[{META_VERSION!r}] is required")
@@ -175,12 +181,9 @@ class Session:
         if refused is not None:
             return refused
         if method == "server/discover":
-            return _reply(msg_id, self._complete(self._discover(), cacheable=True))
+            return reply(msg_id, self.complete(self._discover(), cacheable=True))
         if method == "tools/list":
-            return _reply(
-                msg_id,
-                self._complete({"tools": tool_definitions(self.schema_mode, self.case.output_schema)}, cacheable=True),
-            )
+            return reply(msg_id, self.complete(self._tools(), cacheable=True))
         if method == "tools/call":
             return self._call(msg_id, params)
         return error_response(msg_id, METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -188,7 +191,7 @@ class Session:
     def _discover(self) -> dict[str, Any]:
         return {"supportedVersions": list(MODERN_VERSIONS), "capabilities": {"tools": {"listChanged": False}}}
 
-    def _complete(self, result: dict[str, Any], *, cacheable: bool = False) -> dict[str, Any]:
+    def complete(self, result: dict[str, Any], *, cacheable: bool = False) -> dict[str, Any]:
         """A modern result: ``resultType``, the server's identity in ``_meta``, the cache fields."""
         meta = dict(result.get("_meta") or {})
         meta.setdefault(META_SERVER_INFO, SERVER_INFO)
@@ -203,7 +206,7 @@ class Session:
         name = params.get("name")
         arguments = params.get("arguments") or {}
         if name == FOLLOWUP_TOOL:
-            return _reply(msg_id, self._result({"content": [{"type": "text", "text": str(arguments.get("text", ""))}]}))
+            return reply(msg_id, self._result({"content": [{"type": "text", "text": str(arguments.get("text", ""))}]}))
         if name != TOOL_NAME:
             return error_response(msg_id, INVALID_PARAMS, f"Unknown tool: {name}")
         if arguments.get("account_id") != ACCOUNT["account_id"]:
@@ -212,12 +215,11 @@ class Session:
             time.sleep(self.case.delay_s)
         if self.case.rpc_error is not None:
             return {"jsonrpc": "2.0", "id": msg_id, "error": self.case.rpc_error}
-        if self.modern and self.case.modern is not None:
-            return _reply(msg_id, self.case.modern(self._complete(self.case.result())))
-        return _reply(msg_id, self._result(self.case.result()))
+        result = self._result(self.case.result())
+        return reply(msg_id, self.case.modern(result) if self.modern and self.case.modern else result)
 
     def _result(self, result: dict[str, Any]) -> dict[str, Any]:
-        return self._complete(result) if self.modern else result
+        return self.complete(result) if self.modern else result
 
     def is_case_call(self, message: Any) -> bool:
         """Whether ``message`` is a ``tools/call`` of the faulty tool (not the follow-up)."""
