@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import subprocess
 
 import pytest
 
+from harness.backends.docker import DockerBackend
+from harness.layout import Layout
 from tests.conftest import FIXTURE_CLIENTS
 
 REQUIRE_DOCKER = os.environ.get("MCPCM_REQUIRE_DOCKER") == "1"
@@ -126,3 +130,34 @@ def test_a_run_without_an_image_says_how_to_build_it(engine, checkout):
     records = scratch.records("unbuilt")
     assert records and all("no image built from the current clients/unbuilt" in r["harness_error"] for r in records)
     assert "nox -s images" in records[0]["harness_error"]
+
+
+def test_a_new_backend_removes_containers_whose_run_was_killed(engine, tmp_path):
+    """A run killed outright (engine and all) leaves its containers; the next run removes them."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no longer runs
+    host = socket.gethostname()
+    image = engine.images.get(BASE).id
+
+    def leave(owner: str, host_label: str | None) -> str:
+        labels = {OWNER_LABEL: owner, CELL_LABEL: str(tmp_path / owner)}
+        if host_label is not None:
+            labels["org.mcp-client-matrix.host"] = host_label
+        return engine.containers.create(image, ["true"], labels=labels).id
+
+    killed = leave(f"{gone.pid}-deadbeef", host)
+    before_host_labels = leave(f"{gone.pid}-cafe0000", None)
+    running = leave(f"{os.getpid()}-0badf00d", host)
+    elsewhere = leave(f"{gone.pid}-feedface", "another-host")
+    try:
+        DockerBackend(Layout(tmp_path))
+        left = {c.id for c in engine.containers.list(all=True, filters={"label": OWNER_LABEL})}
+        assert killed not in left and before_host_labels not in left, "orphans of a dead run are removed"
+        assert running in left, "a live run's containers are left alone"
+        assert elsewhere in left, "another host's containers are left alone"
+    finally:
+        for container in (killed, before_host_labels, running, elsewhere):
+            try:
+                engine.containers.get(container).remove(force=True)
+            except docker.errors.NotFound:
+                pass

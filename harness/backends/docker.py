@@ -13,7 +13,9 @@
   server's DNS-rebinding checks apply unchanged) and nothing else reaches either of them.
 - Bounds: the adapter container is waited for at most the cell budget, then killed; every
   container the backend starts is removed when its cell ends, and :meth:`DockerBackend.close`
-  removes any left by an interruption (they carry the backend's owner label). Containers run
+  removes any left by an interruption (they carry the backend's owner label). A run killed
+  outright (its engine with it) cannot clean up, so a new backend first removes the containers of
+  owners on this host whose process is gone (:func:`orphaned`). Containers run
   with ``init`` (signals are forwarded, orphans reaped) as the invoking user, so the files they
   write in ``results/`` belong to that user.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 import uuid
@@ -43,6 +46,34 @@ CONTAINER_PYTHON = "/usr/bin/python3"
 STOP_GRACE_S = 2
 
 
+def _owner_alive(owner: str) -> bool:
+    """Whether the harness process named by an owner label (``<pid>-<nonce>``) still runs here."""
+    pid, _, _ = owner.partition("-")
+    if not pid.isdigit():
+        return True  # not a label this backend wrote: leave it alone
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a process of another user has that pid
+        return True
+    return True
+
+
+def orphaned(containers: list[Any], host: str) -> list[Any]:
+    """The containers whose owning harness process on ``host`` is gone.
+
+    Owners on other hosts sharing the engine are never touched; containers from before the host
+    label count as this host's.
+    """
+    return [
+        c
+        for c in containers
+        if c.labels.get(f"{images.LABEL}.host", host) == host
+        and not _owner_alive(c.labels.get(f"{images.LABEL}.owner", ""))
+    ]
+
+
 def _interpreter(adapter: Adapter) -> str:
     return "/mcpcm/env/bin/python" if adapter.runtime == "python" else "/usr/local/bin/node"
 
@@ -58,9 +89,11 @@ class DockerBackend:
         self.ca_bundle = ca_bundle
         self.client = images.client()
         self.owner = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.host = socket.gethostname()
         self._images: dict[str, images.Image] = {}
         self._live: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._remove_orphans()
 
     # -- images -------------------------------------------------------------------------------
 
@@ -107,12 +140,21 @@ class DockerBackend:
                 str(self.layout.server.resolve()): {"bind": str(SERVER_DIR), "mode": "ro"},
                 str(directory): {"bind": str(CELL_DIR), "mode": "rw"},
             },
-            labels={f"{images.LABEL}.owner": self.owner, f"{images.LABEL}.cell": str(directory)},
+            labels={
+                f"{images.LABEL}.owner": self.owner,
+                f"{images.LABEL}.host": self.host,
+                f"{images.LABEL}.cell": str(directory),
+            },
         )
         with self._lock:
             self._live[container.id] = container
         container.start()
         return container
+
+    def _remove_orphans(self) -> None:
+        owned = self.client.containers.list(all=True, filters={"label": f"{images.LABEL}.owner"})
+        for container in orphaned(owned, self.host):
+            self._remove(container)
 
     def _remove(self, container: Any) -> None:
         try:
