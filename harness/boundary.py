@@ -44,6 +44,7 @@ from . import catalog, process
 from .backends import Backend
 from .cells import Cell
 from .classify import cells_frame
+from .layout import JOURNAL_FILE
 from .manifest import Adapter
 from .records import RunMeta
 from .runner import Interrupted, run_cell
@@ -95,7 +96,7 @@ class ProbeCell(Cell):
     probe_kind: str
     probe_bytes: int
 
-    def server_args(self, server_dir: Path, journal: Path) -> list[str]:
+    def server_args(self, server_dir: Path, cell_dir: Path) -> list[str]:
         return [
             str(server_dir),
             "--case",
@@ -103,7 +104,7 @@ class ProbeCell(Cell):
             "--schema",
             "none",
             "--journal",
-            str(journal),
+            str(cell_dir / JOURNAL_FILE),
             "--probe-kind",
             self.probe_kind,
             "--probe-bytes",

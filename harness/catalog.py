@@ -7,8 +7,11 @@ the specification constrains the client, ``clause`` quotes it and ``level`` says
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .live import LiveServer
 
 Family = Literal["schema", "size", "transport", "protocol"]
 Level = Literal["MUST", "SHOULD", "unspecified"]
@@ -146,6 +149,14 @@ class Case:
     protocols: tuple[Protocol, ...] = PROTOCOLS
     """The revisions under which the case means something (a fault of the ``initialize`` answer: the
     handshake era only)."""
+    tool_call: dict[str, Any] | None = field(default=None, compare=False)
+    """The call the adapter makes, when it is not ``get_account_balance``'s (a recorded case's tool
+    and arguments: :mod:`harness.case_files`)."""
+    replay: str | None = field(default=None, compare=False)
+    """A recorded case's case file, which the reference server of each of its cells replays."""
+    live: LiveServer | None = field(default=None, compare=False)
+    """Live mode: the user's server, behind a recording pipe, instead of the reference server
+    (:mod:`harness.live`)."""
 
 
 def _schema(case_id: str, description: str, clause: str, level: Level, sends: str, **extra: Any) -> Case:

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import catalog
 from .errors import UsageError
+from .layout import JOURNAL_FILE, LIVE_FILE, LIVE_PIPE, REPLAY_FILE
 from .manifest import Adapter, Variant
 from .records import CONTRACT
 
@@ -59,19 +60,27 @@ class Cell:
     def is_http(self) -> bool:
         return self.transport.startswith("http")
 
-    def server_args(self, server_dir: Path, journal: Path) -> list[str]:
-        """The reference server's arguments (for HTTP the harness starts it; for stdio the client)."""
-        args = [str(server_dir), "--case", self.case.id, "--schema", self.schema, "--protocol", self.protocol]
-        args += ["--journal", str(journal)]
+    def server_args(self, server_dir: Path, cell_dir: Path) -> list[str]:
+        """The reference server's arguments (for HTTP the harness starts it; for stdio the client),
+        with the paths of the server's directory and the cell's as the server process sees them."""
+        if self.case.live is not None:
+            pipe = [str(server_dir / LIVE_PIPE), "--live", str(cell_dir / LIVE_FILE)]
+            pipe += ["--journal", str(cell_dir / JOURNAL_FILE)]
+            return [*pipe, "--case", self.case.id, "--schema", self.schema, "--protocol", self.protocol]
+        served = (
+            ["--case-file", str(cell_dir / REPLAY_FILE)] if self.case.replay is not None else ["--case", self.case.id]
+        )
+        args = [str(server_dir), *served, "--schema", self.schema, "--protocol", self.protocol]
+        args += ["--journal", str(cell_dir / JOURNAL_FILE)]
         return args + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
 
     def calls(self) -> list[dict[str, Any]]:
-        call = dict(TOOL_CALL)
+        call = dict(self.case.tool_call or TOOL_CALL)
         if self.case.cancel_after_ms is not None:
             call["cancel_after_ms"] = self.case.cancel_after_ms
         return [call] * self.case.calls
 
-    def to_file(self, server_dir: Path, journal: Path, url: str | None = None, *, python: str) -> dict[str, Any]:
+    def to_file(self, server_dir: Path, cell_dir: Path, url: str | None = None, *, python: str) -> dict[str, Any]:
         """The cell file an adapter receives, with paths as the adapter sees them.
 
         ``url``: the HTTP server the harness started; ``python``: the interpreter that runs the
@@ -89,7 +98,7 @@ class Cell:
             "protocol": self.protocol,
             "server": {
                 "command": None if self.is_http else python,
-                "args": None if self.is_http else self.server_args(server_dir, journal),
+                "args": None if self.is_http else self.server_args(server_dir, cell_dir),
                 "env": {},
                 "url": url,
             },
@@ -129,17 +138,21 @@ def unknown(what: str, value: str, known: Iterable[str], where: str) -> UsageErr
     return UsageError(f"unknown {what} {value!r}{maybe} ({where})")
 
 
-def check(adapters: list[Adapter], selection: Selection) -> None:
+def check(adapters: list[Adapter], selection: Selection, cases: tuple[catalog.Case, ...] = catalog.CASES) -> None:
     """Raise :class:`UsageError` for an adapter, column, case or family the selection names that does not exist."""
     columns = {a.name for a in adapters} | {a.column(v) for a in adapters for v in a.variants}
     for name in selection.adapters:
         if name not in columns:
             raise unknown("adapter", name, columns, "`python -m harness list` shows the adapters and columns")
+    known = [case.id for case in cases]
     for case_id in selection.cases:
-        if case_id not in catalog.BY_ID:
-            raise unknown(
-                "case", case_id, catalog.BY_ID, f"`python -m harness catalog` lists the {len(catalog.CASES)} cases"
+        if case_id not in known:
+            where = (
+                f"`python -m harness catalog` lists the {len(cases)} cases"
+                if cases is catalog.CASES
+                else f"the case files give {', '.join(known)}"
             )
+            raise unknown("case", case_id, known, where)
     for family in selection.families:
         if family not in catalog.FAMILIES:
             raise unknown("family", family, catalog.FAMILIES, f"families: {', '.join(catalog.FAMILIES)}")
@@ -156,19 +169,24 @@ def _runs_under(adapter: Adapter, case: catalog.Case, protocol: str) -> bool:
     return protocol in adapter.protocols or case.id in catalog.ERA_CASES
 
 
-def build(adapters: list[Adapter], selection: Selection = Selection(), budget_scale: float = 1.0) -> list[Cell]:
-    """All selected cells, in a stable order (case-major, so that slow families spread out; a case's
-    cells under each revision next to each other).
+def build(
+    adapters: list[Adapter],
+    selection: Selection = Selection(),
+    budget_scale: float = 1.0,
+    cases: tuple[catalog.Case, ...] = catalog.CASES,
+) -> list[Cell]:
+    """All selected cells of ``cases`` (the catalog, or recorded cases), in a stable order
+    (case-major, so that slow families spread out; a case's cells under each revision next to each other).
 
     ``budget_scale`` multiplies every cell's time budget (for slow machines, or fast tests).
     Unknown names are a :class:`UsageError` (:func:`check`); an empty result is not an error here.
     """
     if budget_scale <= 0:
         raise UsageError(f"budget scale {budget_scale}: expected a positive number")
-    check(adapters, selection)
+    check(adapters, selection, cases)
     cells = [
         Cell(adapter, variant, case, schema, transport, budget_scale, protocol)
-        for case in catalog.CASES
+        for case in cases
         if _matches(case.id, selection.cases) and _matches(case.family, selection.families)
         for protocol in catalog.PROTOCOLS
         if _matches(protocol, selection.protocols)

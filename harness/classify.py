@@ -22,7 +22,7 @@ from servers.reference.elide import as_text
 
 from . import compare, model_view
 from .catalog import LEGACY_PROTOCOL
-from .cells import FOLLOWUP_TEXT, TOOL_CALL
+from .cells import FOLLOWUP_CALL, FOLLOWUP_TEXT
 from .records import Call, CellRecord, ErrorInfo, JournalEvent, Observation, RunMeta
 
 OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", "harness-error")
@@ -126,12 +126,14 @@ def _server_cancel(journal: list[JournalEvent]) -> str:
 
 
 def _is_case_call(event: JournalEvent) -> bool:
+    """A ``tools/call`` the server received of the case's tool: any tool but the follow-up's
+    (``get_account_balance``, or a recorded case's tool)."""
     params = event.get("params")
     return (
         event.get("event") == "recv"
         and event.get("method") == "tools/call"
         and isinstance(params, dict)
-        and params.get("name") == TOOL_CALL["name"]
+        and params.get("name") != FOLLOWUP_CALL["name"]
     )
 
 

@@ -25,11 +25,13 @@ from . import (
     __version__,
     backends,
     boundary,
+    case_files,
     catalog,
     catalog_doc,
     cells,
     diff,
     images,
+    live,
     manifest,
     meta,
     record,
@@ -111,6 +113,15 @@ def _selection_flags(command: argparse.ArgumentParser) -> None:
         "--adapter", action="append", default=[], help="adapter or column (adapter/variant); repeatable"
     )
     command.add_argument("--case", action="append", default=[], help="case id (`catalog` lists them); repeatable")
+    command.add_argument(
+        "--case-file",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PATH",
+        help="run recorded cases (`record` writes them) instead of the catalog: a case file or a directory of them; "
+        "repeatable",
+    )
     command.add_argument(
         "--family", action="append", default=[], choices=catalog.FAMILIES, help="fault family; repeatable"
     )
@@ -204,6 +215,16 @@ def parser() -> argparse.ArgumentParser:
         help="name of the run directory: letters, digits, '.', '_', '-' (default: UTC time)",
     )
     run.add_argument(
+        "--server-cmd",
+        default=None,
+        metavar="COMMAND",
+        help="live mode: run the --case-file cases against your stdio server itself, through a recording pipe",
+    )
+    run.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="live mode: the server's environment"
+    )
+    run.add_argument("--cwd", type=Path, default=None, help="live mode: the server's working directory")
+    run.add_argument(
         "--resume",
         nargs="?",
         type=_run_id,
@@ -291,6 +312,10 @@ def _selection(args: argparse.Namespace) -> cells.Selection:
     )
 
 
+def _case_files(args: argparse.Namespace) -> tuple[case_files.CaseFile, ...]:
+    return tuple(case_files.load_all(args.case_file))
+
+
 def _backend_factory(layout: Layout, args: argparse.Namespace) -> backends.Factory:
     def create(name: str) -> backends.Backend:
         if name == "docker" and hasattr(args, "base_image"):
@@ -322,7 +347,7 @@ def cmd_base_image(layout: Layout, args: argparse.Namespace) -> int:
 
 
 def cmd_list(layout: Layout, args: argparse.Namespace) -> int:
-    request = runs.Request(_selection(args), _kind(args))
+    request = runs.Request(_selection(args), _kind(args), case_files=_case_files(args))
     adapters, selected = runs.plan(layout, request)  # validated before anything is printed
     for adapter in adapters:
         if adapter.broken:
@@ -347,6 +372,8 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
         args.run_id,
         args.isolation,
         args.wait_jobs,
+        _case_files(args),
+        live.server_of(args.server_cmd, args.env, args.cwd, layout.root),
     )
     return _exit(runs.start(layout, request, factory))
 

@@ -22,6 +22,13 @@ STDOUT_FILE = "stdout.txt"
 STDERR_FILE = "stderr.txt"
 SERVER_STDERR_FILE = "server-stderr.txt"
 """The stderr of a reference server the harness started (HTTP cells)."""
+REPLAY_FILE = "replay.json"
+"""A recorded case's case file, which the cell's reference server replays (``--case-file``)."""
+LIVE_PIPE = "live_stdio.py"
+"""Live mode's recording pipe, beside the reference server (``servers/reference/``)."""
+LIVE_FILE = "live.json"
+"""Live mode: the user's server command, directory and environment, for the recording pipe; removed
+when the cell ends (it may hold credentials)."""
 
 
 @dataclass(frozen=True)
@@ -93,3 +100,11 @@ class CellFiles:
     @property
     def server_stderr(self) -> Path:
         return self.directory / SERVER_STDERR_FILE
+
+    @property
+    def replay(self) -> Path:
+        return self.directory / REPLAY_FILE
+
+    @property
+    def live(self) -> Path:
+        return self.directory / LIVE_FILE

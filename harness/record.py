@@ -4,7 +4,7 @@ The harness runs ``clients/_support/record_session.py`` (raw JSON-RPC, the ``raw
 column's wire: nothing validated or altered) as a bounded process group against the server, a
 stdio command or a Streamable HTTP URL. It opens a session, lists every tool (every page), calls
 the one named with the given arguments, and the harness writes what came back as a case file
-(:data:`CASE_FILE_VERSION`)::
+(:data:`harness.case_files.VERSION`; ``run --case-file`` replays it)::
 
     {"case_file": 1, "name": ..., "recorded_at": ..., "recorded_by": ...,
      "server": {"name", "version", "transport", "command" | "url", "env_keys"},
@@ -31,13 +31,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import __version__, meta, process
+from . import __version__, case_files, meta, process
 from .catalog import LEGACY_PROTOCOL
 from .errors import UsageError
 from .layout import Layout
 
-CASE_FILE_VERSION = 1
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SESSION_SCRIPT = "record_session.py"
 GRACE_S = 15.0
 """Beyond the per-request timeouts (open, every tools/list page, the call), what the whole session
@@ -115,7 +113,7 @@ def parse_arguments(text: str) -> dict[str, Any]:
 
 
 def check_name(name: str) -> str:
-    if not NAME.match(name):
+    if not case_files.NAME.match(name):
         raise UsageError(f"--name {name!r}: letters, digits, '.', '_' and '-' only (it names the case file)")
     return name
 
@@ -220,7 +218,7 @@ def case_file(root: Path, request: Request, found: dict[str, Any]) -> dict[str, 
     else:
         server["url"] = request.url
     return {
-        "case_file": CASE_FILE_VERSION,
+        "case_file": case_files.VERSION,
         "name": request.name,
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "recorded_by": f"mcp-client-matrix {__version__} ({meta.harness_commit(root)})",

@@ -167,6 +167,10 @@ class RunSettings(TypedDict):
     adapters: list[str]
     backend: str
     cases: list[str]
+    case_files: NotRequired[list[str]]
+    """The names of the recorded cases a run replays (``--case-file``; kept in ``case-files/``)."""
+    live: NotRequired[dict[str, Any] | None]
+    """Live mode: the user's server (command, cwd, names of its environment variables)."""
     families: list[str]
     transports: list[str]
     protocols: NotRequired[list[str]]

@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from . import boundary, catalog, model_view, report_view
+from . import boundary, case_files, catalog, model_view, recorded_view, report_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
 from .records import RunMeta
 from .store import RunStore
@@ -155,12 +155,12 @@ def _era_href(by_cell: CellIndex, protocol: str, transport: str, client: str) ->
     return None
 
 
-def _rows(cells: list[dict[str, Any]], columns: list[dict[str, Any]]) -> list[Row]:
-    """Rows in catalog order; a case's revisions, schema modes and transports are adjacent rows."""
+def _rows(cells: list[dict[str, Any]], columns: list[dict[str, Any]], cases: tuple[catalog.Case, ...]) -> list[Row]:
+    """Rows in the order of ``cases``; a case's revisions, schema modes and transports are adjacent rows."""
     by_cell: CellIndex = {(r["case"], r["protocol"], r["schema"], r["transport"], r["client"]): r for r in cells}
     transports = [t for t in TRANSPORT_ORDER if any(r["transport"] == t for r in cells)]
     rows = []
-    for case in catalog.CASES:
+    for case in cases:
         first = True
         for protocol, schema, transport in itertools.product(catalog.PROTOCOLS, case.schema_modes, transports):
             row = Row(case, protocol, schema, transport, first)
@@ -260,6 +260,9 @@ def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) 
 
 def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) -> int:
     meta = run.read_meta()
+    recorded = case_files.of_run(run.case_files_dir)
+    cases = catalog.CASES + tuple(f.case() for f in recorded)
+    by_id = {case.id: case for case in cases}
     records = {record["key"]: record for record in run.records()}
     frame = cells_frame(list(records.values()), meta)
     every_column = _columns(frame, meta)
@@ -268,7 +271,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
     sdk_frame = frame[frame["kind"] != "framework"]
     plain = report_view.plain_records(frame)  # cells.json, and every page's values
     shown = [_shown(row) for row in plain]
-    rows = _rows([cell for cell in shown if cell["kind"] != "framework"], columns)
+    rows = _rows([cell for cell in shown if cell["kind"] != "framework"], columns, cases)
     env = _environment()
     (staging / "cells").mkdir(parents=True)
     (staging / "data").mkdir()
@@ -290,16 +293,28 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             boundaries=_boundaries(run, columns),
             kinds=boundary.KINDS,
             frameworks=len(framework_columns),
+            recorded=[(recorded_view.href(f), f) for f in recorded],
         ),
         encoding="utf-8",
     )
+    for case_file in recorded:
+        (staging / recorded_view.href(case_file)).write_text(
+            env.get_template("recorded.html.j2").render(
+                meta=meta,
+                conformance=conformance,
+                **recorded_view.page(
+                    case_file, [row for row in shown if row["case"] == case_file.case_id], every_column, run
+                ),
+            ),
+            encoding="utf-8",
+        )
     framework_frame = frame[frame["kind"] == "framework"]
     (staging / "model-view.html").write_text(
         env.get_template("model-view.html.j2").render(
             meta=meta,
             conformance=conformance,
             columns=framework_columns,
-            rows=_rows([cell for cell in shown if cell["kind"] == "framework"], framework_columns),
+            rows=_rows([cell for cell in shown if cell["kind"] == "framework"], framework_columns, cases),
             total=len(framework_frame),
             channels=model_view.CHANNELS,
             channel_legend=CHANNEL_LEGEND,
@@ -317,7 +332,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
                 meta=meta,
                 conformance=conformance,
                 row=row,
-                case=catalog.get(row["case"]),
+                case=by_id[row["case"]],
                 record=record,
                 legend=LEGEND,
                 sent=sent_results(record["journal"]),

@@ -71,7 +71,14 @@ def run_cell(backend: Backend, store: RunStore, cell: Cell) -> CellRecord:
         files.directory.mkdir(parents=True, exist_ok=True)
         files.journal.unlink(missing_ok=True)
         files.raw_observation.unlink(missing_ok=True)
-        finished = backend.run(cell, files)
+        if cell.case.replay is not None:
+            files.replay.write_text(cell.case.replay, encoding="utf-8")
+        if cell.case.live is not None:
+            files.live.write_text(cell.case.live.file(), encoding="utf-8")
+        try:
+            finished = backend.run(cell, files)
+        finally:
+            files.live.unlink(missing_ok=True)
         record["process"] = {
             "exit_code": finished.exit_code,
             "timed_out": finished.timed_out,

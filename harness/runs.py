@@ -15,10 +15,11 @@ from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-from . import backends, boundary, cells, manifest, meta, runner, store
+from . import backends, boundary, case_files, catalog, cells, live, manifest, meta, runner, store
 from .classify import cells_frame
 from .errors import UsageError
 from .layout import Layout
+from .live import LiveServer
 from .manifest import Adapter
 from .progress import Progress
 from .records import CellRecord, RunMeta, RunSettings
@@ -47,6 +48,21 @@ class Request:
     wait_jobs: int | None = None
     """Cells that mostly wait run at most this many at once beside the ``jobs`` others (0: in the
     ``jobs`` slots like any cell); None: :func:`wait_jobs`."""
+    case_files: tuple[case_files.CaseFile, ...] = ()
+    """Recorded cases to run instead of the catalog (``--case-file``)."""
+    live: LiveServer | None = None
+    """Live mode (``--server-cmd``): the recorded cases against the user's server (:mod:`harness.live`)."""
+
+    @property
+    def cases(self) -> tuple[catalog.Case, ...]:
+        """The cases the selection picks from: the recorded ones (live, or replayed), else the catalog."""
+        if self.live is not None:
+            if not self.case_files:
+                raise UsageError("--server-cmd (live mode) needs --case-file: the recorded tool and arguments to call")
+            if self.backend != "local":
+                raise UsageError("--server-cmd (live mode) runs on the local backend only: the server runs here")
+            return tuple(live.live_case(f.case(), self.live) for f in self.case_files)
+        return tuple(f.case() for f in self.case_files) if self.case_files else catalog.CASES
 
 
 @dataclass
@@ -87,7 +103,7 @@ def select_adapters(layout: Layout, names: tuple[str, ...] | list[str], kind: st
 def plan(layout: Layout, request: Request) -> tuple[list[Adapter], list[cells.Cell]]:
     """The adapters and cells of ``request``; :class:`UsageError` when nothing is selected."""
     adapters = select_adapters(layout, request.selection.adapters, request.kind)
-    selected = cells.build(adapters, request.selection, request.budget_scale)
+    selected = cells.build(adapters, request.selection, request.budget_scale, request.cases)
     if not selected:
         raise UsageError(
             f"the selection has no cells ({_describe(request)}); `python -m harness list` shows what a selection covers"
@@ -102,6 +118,7 @@ def _describe(request: Request) -> str:
         for flag, values in (
             ("adapter", selection.adapters),
             ("case", selection.cases),
+            ("case-file", tuple(str(f.path) for f in request.case_files)),
             ("family", selection.families),
             ("transport", selection.transports),
             ("protocol", selection.protocols),
@@ -158,6 +175,8 @@ def _settings(request: Request, backend: str, count: int) -> RunSettings:
         "adapters": list(selection.adapters),
         "backend": backend,
         "cases": list(selection.cases),
+        "case_files": [f.name for f in request.case_files],
+        "live": request.live.described() if request.live is not None else None,
         "families": list(selection.families),
         "transports": list(selection.transports),
         "protocols": list(selection.protocols),
@@ -176,11 +195,12 @@ def start(layout: Layout, request: Request, backend_for: backends.Factory) -> Ou
         raise UsageError(f"{run.directory}: run exists; use --resume {run.run_id}")
     with closing(backend_for(request.backend)) as backend:  # before the run directory: no engine, no run
         run.create()
+        case_files.store(run.case_files_dir, list(request.case_files))
         return _execute(backend, request, run, None, adapters, selected, set())
 
 
-def request_of(run_meta: RunMeta, jobs: int) -> Request:
-    """The request a run was started with (a resumed run keeps its own selection and backend)."""
+def request_of(run: store.RunStore, run_meta: RunMeta, jobs: int) -> Request:
+    """The request a run was started with (a resumed run keeps its own selection, backend and case files)."""
     settings = run_meta["settings"]
     selection = cells.Selection(
         tuple(settings["adapters"]),
@@ -190,14 +210,22 @@ def request_of(run_meta: RunMeta, jobs: int) -> Request:
         tuple(settings.get("transports", [])),
         tuple(settings.get("protocols", [])),
     )
-    return Request(selection, settings.get("kind"), run_meta.get("backend", "local"), jobs, settings["budget_scale"])
+    return Request(
+        selection,
+        settings.get("kind"),
+        run_meta.get("backend", "local"),
+        jobs,
+        settings["budget_scale"],
+        case_files=tuple(case_files.of_run(run.case_files_dir)),
+        live=live.from_settings(described) if (described := settings.get("live")) else None,
+    )
 
 
 def resume(layout: Layout, run_id: str, jobs: int, backend_for: backends.Factory) -> Outcome:
     """Finish the interrupted run ``run_id`` (``latest``: the newest) with its original selection."""
     run = store.open_run(layout.results, run_id)
     run_meta = run.read_meta()
-    request = request_of(run_meta, jobs)
+    request = request_of(run, run_meta, jobs)
     adapters, selected = plan(layout, request)
     done = run.compact()
     run_meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))

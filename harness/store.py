@@ -66,6 +66,11 @@ class RunStore:
         return self.directory / "meta.json"
 
     @property
+    def case_files_dir(self) -> Path:
+        """The case files a run replays, as they were when it started (``harness/case_files.py``)."""
+        return self.directory / "case-files"
+
+    @property
     def boundary_path(self) -> Path:
         """The boundary probe's summary (``harness/boundary.py``)."""
         return self.directory / BOUNDARY_FILE

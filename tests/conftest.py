@@ -96,3 +96,16 @@ def checkout(tmp_path: Path):
         return Checkout(tmp_path / "checkout", list(adapters))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def examples() -> dict[str, list[str]]:
+    """The example servers (``servers/examples``), built (cached): name -> the command line that serves stdio."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "servers" / "examples" / "build.py")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    return {name: command.split() for name, command in (line.split(": ", 1) for line in done.stdout.splitlines())}

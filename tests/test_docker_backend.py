@@ -161,3 +161,32 @@ def test_a_new_backend_removes_containers_whose_run_was_killed(engine, tmp_path)
                 engine.containers.get(container).remove(force=True)
             except docker.errors.NotFound:
                 pass
+
+
+def test_a_recorded_case_replays_in_containers(engine, checkout, tmp_path):
+    scratch = checkout("raw-jsonrpc")
+    scratch.harness("prepare", "--adapter", "raw-jsonrpc", *_build_args(), timeout=900)
+    case_file = tmp_path / "count.json"
+    result = {"content": [{"type": "text", "text": '{"n": 1}'}], "structuredContent": {"n": 1}}
+    case_file.write_text(
+        json.dumps(
+            {
+                "case_file": 1,
+                "name": "count",
+                "server": {"name": "counter", "version": "1.0.0"},
+                "protocol": "2025-11-25",
+                "tool": {"name": "count", "inputSchema": {"type": "object"}},
+                "arguments": {"n": 1},
+                "result": result,
+            }
+        )
+    )
+    scratch.harness("run", "--backend", "docker", "--adapter", "raw-jsonrpc", "--case-file", str(case_file),
+                    "--run-id", "replay")  # fmt: skip
+    records = scratch.records("replay")
+    assert {r["transport"] for r in records} == {"stdio", "http-json", "http-sse"}
+    for record in records:
+        sent = [e["message"]["result"] for e in record["journal"] if e.get("event") == "send" and e.get("id") == 2]
+        assert record["observation"]["calls"][0]["status"] == "returned", record["key"]
+        assert result in sent, f"{record['key']}: the recorded result, as sent"
+    assert _containers_left(engine, scratch) == []

@@ -44,7 +44,7 @@ def test_a_case_s_cells_under_both_revisions_are_adjacent_and_their_keys_differ(
 
 def test_the_revision_reaches_the_cell_file_and_the_server_s_command_line(tmp_path: Path):
     cell = _cells("raw-jsonrpc", cases=("ok",), transports=("stdio",), protocols=("2026-07-28",))[0]
-    data = cell.to_file(REPO / "servers" / "reference", tmp_path / "journal.jsonl", python="python3")
+    data = cell.to_file(REPO / "servers" / "reference", tmp_path, python="python3")
     assert data["protocol"] == "2026-07-28"
     args = data["server"]["args"]
     assert args[args.index("--protocol") + 1] == "2026-07-28"

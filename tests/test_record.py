@@ -19,19 +19,6 @@ from .conftest import REPO, Checkout
 ACCOUNT_CALL = '{"account_id": "ACC-4471"}'
 
 
-@pytest.fixture(scope="module")
-def examples() -> dict[str, list[str]]:
-    """The example servers, built (cached): name -> the command line that serves stdio."""
-    done = subprocess.run(
-        [sys.executable, str(REPO / "servers" / "examples" / "build.py")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
-    )
-    return {name: command.split() for name, command in (line.split(": ", 1) for line in done.stdout.splitlines())}
-
-
 @pytest.fixture
 def scratch(tmp_path: Path) -> Checkout:
     return Checkout(tmp_path / "checkout", [])

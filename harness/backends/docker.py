@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import images
 from ..cells import Cell
-from ..layout import CELL_FILE, JOURNAL_FILE, RAW_OBSERVATION_FILE, CellFiles, Layout
+from ..layout import CELL_FILE, RAW_OBSERVATION_FILE, CellFiles, Layout
 from ..manifest import Adapter
 from ..process import Finished, ServiceError
 from . import PrepareError
@@ -167,7 +167,7 @@ class DockerBackend:
     def _start_server(self, image: images.Image, cell: Cell, files: CellFiles) -> tuple[Any, str]:
         server = self._start(
             image,
-            [CONTAINER_PYTHON, *cell.server_args(SERVER_DIR, CELL_DIR / JOURNAL_FILE)],
+            [CONTAINER_PYTHON, *cell.server_args(SERVER_DIR, CELL_DIR)],
             directory=files.directory,
             network_mode="none",
         )
@@ -196,7 +196,7 @@ class DockerBackend:
         server, url = self._start_server(image, cell, files) if cell.is_http else (None, None)
         try:
             files.cell.write_text(
-                json.dumps(cell.to_file(SERVER_DIR, CELL_DIR / JOURNAL_FILE, url, python=CONTAINER_PYTHON), indent=2)
+                json.dumps(cell.to_file(SERVER_DIR, CELL_DIR, url, python=CONTAINER_PYTHON), indent=2)
             )
             home = f"/mcpcm/clients/{cell.adapter.name}"
             command = [

@@ -103,7 +103,7 @@ class LocalBackend:
         if not cell.is_http:
             yield None, ()
             return
-        command = [sys.executable, *cell.server_args(self.layout.server, files.journal)]
+        command = [sys.executable, *cell.server_args(self.layout.server, files.directory)]
         service, line = process.start_service(command, stderr=files.server_stderr, ready_timeout_s=READY_S)
         try:
             yield parse_url_line(line), (service.pid,)
@@ -113,7 +113,7 @@ class LocalBackend:
     def run(self, cell: Cell, files: CellFiles) -> Finished:
         with self._reference_server(cell, files) as (url, spare):
             files.cell.write_text(
-                json.dumps(cell.to_file(self.layout.server, files.journal, url, python=sys.executable), indent=2)
+                json.dumps(cell.to_file(self.layout.server, files.directory, url, python=sys.executable), indent=2)
             )
             command = self._command(cell.adapter, files)
             worker = self._worker(cell.adapter)

@@ -7,8 +7,9 @@ Streamable HTTP on 127.0.0.1 (``--port``, 0 = any free port): it then prints one
 ``--case conformance`` (HTTP only) serves the tools of the official conformance suite instead of
 a fault case (``conformance_tools.py``). ``--case probe --probe-kind text|cjk|blob --probe-bytes N``
 (stdio only) answers the call with a frame of exactly N bytes, for the harness's boundary probe.
-``--list-cases`` prints the implemented case ids as a JSON
-array and exits.
+``--case-file PATH`` serves a recorded case instead (``replay.py``): a user's tool, listed and
+answered as its server did. ``--list-cases`` prints the implemented case ids as a JSON array and
+exits.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # also importable when run as ``python -m servers.reference``
     sys.path.insert(0, HERE)
 
-from cases import CASES, PROBE_CASE, case_ids  # noqa: E402
+import replay  # noqa: E402
+from cases import CASES, PROBE_CASE, Case, case_ids  # noqa: E402
 from journal import Journal  # noqa: E402
 from protocol import LATEST_VERSION, REVISIONS, Session  # noqa: E402
 from stdio import serve  # noqa: E402
@@ -43,11 +45,12 @@ CONFORMANCE_CASE = "conformance"
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="reference-server", description=__doc__)
     parser.add_argument("--case", default="ok", help="fault case id (see --list-cases)")
+    parser.add_argument("--case-file", default=None, help="replay a recorded case file instead of a fault case")
     parser.add_argument(
         "--schema",
         default="advertised",
         choices=SCHEMA_MODES,
-        help="advertise get_account_balance's outputSchema in tools/list or not",
+        help="advertise the tool's outputSchema in tools/list or not",
     )
     parser.add_argument(
         "--protocol",
@@ -81,9 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     if probing and (args.transport != "stdio" or args.probe_kind is None or args.probe_bytes is None):
         print("reference-server: --case probe needs stdio, --probe-kind and --probe-bytes", file=sys.stderr)
         return 2
-    if args.case not in CASES and args.case not in (CONFORMANCE_CASE, PROBE_CASE.id):
+    served: Case
+    if args.case_file is not None:
+        try:
+            served = replay.load(args.case_file)
+        except replay.CaseFileError as exc:
+            print(f"reference-server: {exc}", file=sys.stderr)
+            return 2
+    elif args.case not in CASES and args.case not in (CONFORMANCE_CASE, PROBE_CASE.id):
         print(f"reference-server: unknown case {args.case!r}; see --list-cases", file=sys.stderr)
         return 2
+    else:  # the conformance tools are not a case: ``_session_factory`` serves them
+        served = PROBE_CASE if probing else CASES.get(args.case, CASES["ok"])
     plain = Journal(args.journal)
     journal: Journal | LockedJournal = plain
     if args.transport != "stdio":
@@ -98,16 +110,20 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_signal)
-    start = {"case": args.case, "schema": args.schema, "protocol": args.protocol, "pid": os.getpid()}
+    start = {
+        "case": served.id if args.case_file else args.case,
+        "schema": args.schema,
+        "protocol": args.protocol,
+        "pid": os.getpid(),
+    }
     try:
         if args.transport == "stdio":
             journal.write("start", **start, transport="stdio")
-            case = PROBE_CASE if probing else CASES[args.case]
             probe = (args.probe_kind, args.probe_bytes) if probing else None
-            reason = serve(Session(case, args.schema, args.protocol), plain, probe)
+            reason = serve(Session(served, args.schema, args.protocol), plain, probe)
         else:
             reason = http_transport.serve(
-                _session_factory(args),
+                _session_factory(args, served),
                 journal,
                 args.transport,
                 args.port,
@@ -125,13 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _session_factory(args: argparse.Namespace) -> Callable[[], Session | ConformanceSession]:
+def _session_factory(args: argparse.Namespace, served: Case) -> Callable[[], Session | ConformanceSession]:
     """A new protocol session per HTTP session (``initialize``; under 2026-07-28 one for the server)."""
-    if args.case == CONFORMANCE_CASE:
+    if args.case == CONFORMANCE_CASE and args.case_file is None:
         from conformance_tools import ConformanceSession
 
         return lambda: ConformanceSession(args.schema, args.protocol)
-    return lambda: Session(CASES[args.case], args.schema, args.protocol)
+    return lambda: Session(served, args.schema, args.protocol)
 
 
 if __name__ == "__main__":

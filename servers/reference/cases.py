@@ -37,6 +37,11 @@ class Case:
     speaks_only: str | None = None
     """Under 2026-07-28: the one revision the server claims to speak, refusing every request with
     ``UnsupportedProtocolVersion`` naming it (a server newer than the client)."""
+    tool: dict[str, Any] | None = None
+    """The tool's ``tools/list`` entry when it is not ``get_account_balance``'s: a recorded tool's,
+    exactly as its server listed it (``replay.py``)."""
+    arguments: dict[str, Any] | None = None
+    """The arguments a call of ``tool`` must carry (the recorded call's)."""
 
 
 def _text(text: str) -> dict[str, Any]:

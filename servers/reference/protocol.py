@@ -145,7 +145,7 @@ class Session:
         return error_response(msg_id, METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _tools(self) -> dict[str, Any]:
-        return {"tools": tool_definitions(self.schema_mode, self.case.output_schema)}
+        return {"tools": tool_definitions(self.schema_mode, self.case.output_schema, self.case.tool)}
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion")
@@ -207,9 +207,12 @@ class Session:
         arguments = params.get("arguments") or {}
         if name == FOLLOWUP_TOOL:
             return reply(msg_id, self._result({"content": [{"type": "text", "text": str(arguments.get("text", ""))}]}))
-        if name != TOOL_NAME:
+        if name != (TOOL_NAME if self.case.tool is None else self.case.tool["name"]):
             return error_response(msg_id, INVALID_PARAMS, f"Unknown tool: {name}")
-        if arguments.get("account_id") != ACCOUNT["account_id"]:
+        if self.case.arguments is not None:
+            if arguments != self.case.arguments:
+                return error_response(msg_id, INVALID_PARAMS, "Invalid params: not the recorded call's arguments")
+        elif arguments.get("account_id") != ACCOUNT["account_id"]:
             return error_response(msg_id, INVALID_PARAMS, f"Unknown account: {arguments.get('account_id')}")
         if self.case.delay_s:
             time.sleep(self.case.delay_s)
@@ -222,11 +225,11 @@ class Session:
         return self.complete(result) if self.modern else result
 
     def is_case_call(self, message: Any) -> bool:
-        """Whether ``message`` is a ``tools/call`` of the faulty tool (not the follow-up)."""
+        """Whether ``message`` is a ``tools/call`` of the case's tool (any but the follow-up)."""
         return (
             isinstance(message, dict)
             and message.get("method") == "tools/call"
             and "id" in message
             and isinstance(message.get("params"), dict)
-            and message["params"].get("name") == TOOL_NAME
+            and message["params"].get("name") != FOLLOWUP_TOOL
         )

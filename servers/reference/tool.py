@@ -42,20 +42,29 @@ def text_of(data: Any) -> str:
     return json.dumps(data, separators=(", ", ": "))
 
 
-def tool_definitions(schema_mode: str, output_schema: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def tool_definitions(
+    schema_mode: str, output_schema: dict[str, Any] | None = None, recorded: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """The ``tools/list`` entries; ``outputSchema`` (:data:`OUTPUT_SCHEMA`, or a case's own) only
-    when ``schema_mode == "advertised"``."""
-    balance: dict[str, Any] = {
-        "name": TOOL_NAME,
-        "description": "Current balance of a customer account, in minor units.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"account_id": {"type": "string"}},
-            "required": ["account_id"],
-        },
-    }
-    if schema_mode == "advertised":
-        balance["outputSchema"] = OUTPUT_SCHEMA if output_schema is None else output_schema
+    when ``schema_mode == "advertised"``. ``recorded``: a recorded tool's entry, listed in place of
+    ``get_account_balance`` as its server listed it (without its outputSchema unless advertised)."""
+    balance: dict[str, Any]
+    if recorded is not None:
+        balance = {
+            key: value for key, value in recorded.items() if key != "outputSchema" or schema_mode == "advertised"
+        }
+    else:
+        balance = {
+            "name": TOOL_NAME,
+            "description": "Current balance of a customer account, in minor units.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"account_id": {"type": "string"}},
+                "required": ["account_id"],
+            },
+        }
+        if schema_mode == "advertised":
+            balance["outputSchema"] = OUTPUT_SCHEMA if output_schema is None else output_schema
     echo = {
         "name": FOLLOWUP_TOOL,
         "description": "Returns its text argument (the harness's follow-up call).",
