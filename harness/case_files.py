@@ -28,7 +28,7 @@ from typing import Any
 
 from . import catalog
 from .cells import BUDGET_S
-from .errors import UsageError
+from .errors import UsageError, read_text
 
 VERSION = 1
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -132,13 +132,7 @@ def parse(path: Path, text: str) -> CaseFile:
 
 def load(path: Path) -> CaseFile:
     """Read and check one case file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"--case-file {path}: cannot read it: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a case file: not UTF-8") from None
-    return parse(path, text)
+    return parse(path, read_text(path, "--case-file"))
 
 
 def load_all(paths: list[Path]) -> list[CaseFile]:

@@ -7,6 +7,8 @@ here are for bad input that belongs to no single module.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class UsageError(ValueError):
     """A flag, name or value the user gave is wrong (an unknown case, an empty selection, a bad run id)."""
@@ -14,3 +16,13 @@ class UsageError(ValueError):
 
 class NoSuchRun(UsageError):
     """A run id that names no run under ``results/`` (one message for every command)."""
+
+
+def read_text(path: Path, where: str) -> str:
+    """A file the user named, as UTF-8 text; a :class:`UsageError` saying ``where`` it was named otherwise."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{where}: {path} is not UTF-8") from None

@@ -33,7 +33,7 @@ from typing import Any
 
 from . import __version__, case_files, meta, process
 from .catalog import LEGACY_PROTOCOL
-from .errors import UsageError
+from .errors import UsageError, read_text
 from .layout import Layout
 
 SESSION_SCRIPT = "record_session.py"
@@ -97,12 +97,7 @@ def parse_arguments(text: str) -> dict[str, Any]:
     if text.startswith("@"):
         path = Path(text[1:])
         where = f"--arguments {text}"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise UsageError(f"{where}: {path} is not UTF-8") from None
+        text = read_text(path, "--arguments")
     try:
         value = json.loads(text)
     except ValueError as exc:
