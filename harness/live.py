@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,5 +73,16 @@ def from_settings(described: dict[str, Any]) -> LiveServer:
 def live_case(case: catalog.Case, server: LiveServer) -> catalog.Case:
     """The live form of a recorded case: the user's server, one schema mode, stdio."""
     return dataclasses.replace(
-        case, schema_modes=case.schema_modes[:1], transports=("stdio",), replay=None, live=server
+        case,
+        clause="Live: the user's own server answered, through the harness's recording pipe (bytes unchanged).",
+        sends=f"whatever `{shlex.join(server.command)}` answers",
+        schema_modes=case.schema_modes[:1],
+        transports=("stdio",),
+        replay=None,
+        live=server,
     )
+
+
+def shown(described: dict[str, Any]) -> LiveServer:
+    """The live server a finished run names in its metadata (for its report: no environment)."""
+    return LiveServer(tuple(described["command"]), described.get("cwd"))

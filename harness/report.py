@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from . import boundary, case_files, catalog, model_view, recorded_view, report_view
+from . import boundary, case_files, catalog, live, model_view, recorded_view, report_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
 from .records import RunMeta
 from .store import RunStore
@@ -261,7 +261,9 @@ def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) 
 def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) -> int:
     meta = run.read_meta()
     recorded = case_files.of_run(run.case_files_dir)
-    cases = catalog.CASES + tuple(f.case() for f in recorded)
+    described = meta["settings"].get("live") if "settings" in meta else None
+    server = live.shown(described) if described else None
+    cases = catalog.CASES + tuple(f.case() if server is None else live.live_case(f.case(), server) for f in recorded)
     by_id = {case.id: case for case in cases}
     records = {record["key"]: record for record in run.records()}
     frame = cells_frame(list(records.values()), meta)
@@ -302,6 +304,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             env.get_template("recorded.html.j2").render(
                 meta=meta,
                 conformance=conformance,
+                live=described,
                 **recorded_view.page(
                     case_file, [row for row in shown if row["case"] == case_file.case_id], every_column, run
                 ),

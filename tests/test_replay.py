@@ -200,6 +200,13 @@ def test_live_mode_runs_the_case_against_the_user_s_server_and_agrees_with_the_r
     assert meta["settings"]["live"]["env_keys"] == ["INVENTORY_TOKEN"]
     assert not list(run_dir.rglob("live.json")), "the server's environment is removed with each cell"
     assert not [p for p in run_dir.rglob("*") if p.is_file() and b"not-in-the-results" in p.read_bytes()]
+    scratch.harness("report", "--run", "live")
+    reports = scratch.root / "reports"
+    evidence = (reports / "cells" / "python-mcp--list-first--rec-stock--advertised--stdio--2025-11-25.html").read_text()
+    assert "Live: the user&#39;s own server answered" in evidence
+    assert (
+        "In this run (live mode) every column talked to the server itself" in (reports / "rec-stock.html").read_text()
+    )
     assert scratch.processes_left() == []
 
 
