@@ -27,15 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog
-from .cells import BUDGET_S
+from .cells import BUDGET_S, FOLLOWUP_CALL
 from .errors import UsageError, read_text
 
 VERSION = 1
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CASE_PREFIX = "rec-"
-FOLLOWUP_TOOL = "echo"
-"""The reference server's own follow-up tool (:data:`harness.cells.FOLLOWUP_CALL`), which a replayed
-tool cannot be named."""
+FOLLOWUP_TOOL = FOLLOWUP_CALL["name"]
+"""The harness's follow-up tool, which a replayed tool cannot be named."""
 LARGE_FRAME_BYTES = 1024 * 1024
 """A recorded frame above this gets the size family's budget instead of the schema family's."""
 

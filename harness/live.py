@@ -67,7 +67,7 @@ def from_settings(described: dict[str, Any]) -> LiveServer:
     if described.get("env_keys"):
         names = ", ".join(described["env_keys"])
         raise UsageError(f"a live run whose server took --env ({names}) cannot be resumed: the values are not kept")
-    return LiveServer(tuple(described["command"]), described.get("cwd"))
+    return shown(described)
 
 
 def live_case(case: catalog.Case, server: LiveServer) -> catalog.Case:

@@ -88,10 +88,13 @@ def href(case_file: CaseFile) -> str:
 
 
 def page(
-    case_file: CaseFile, cells: list[dict[str, Any]], columns: list[dict[str, Any]], run: store.RunStore
+    case_file: CaseFile,
+    cells: list[dict[str, Any]],
+    columns: list[dict[str, Any]],
+    probed: tuple[str | None, list[dict[str, Any]]],
 ) -> dict[str, Any]:
-    """What ``recorded.html.j2`` renders for one case file."""
-    probed_run, boundaries = probe_boundaries(run)
+    """What ``recorded.html.j2`` renders for one case file (``probed``: :func:`probe_boundaries`)."""
+    probed_run, boundaries = probed
     return {
         "case_file": case_file,
         "data": case_file.data,

@@ -299,6 +299,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
         ),
         encoding="utf-8",
     )
+    probed = recorded_view.probe_boundaries(run) if recorded else (None, [])
     for case_file in recorded:
         (staging / recorded_view.href(case_file)).write_text(
             env.get_template("recorded.html.j2").render(
@@ -306,7 +307,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
                 conformance=conformance,
                 live=described,
                 **recorded_view.page(
-                    case_file, [row for row in shown if row["case"] == case_file.case_id], every_column, run
+                    case_file, [row for row in shown if row["case"] == case_file.case_id], every_column, probed
                 ),
             ),
             encoding="utf-8",
