@@ -14,7 +14,7 @@ from typing import Any
 
 from . import catalog
 from .errors import UsageError
-from .layout import JOURNAL_FILE, LIVE_FILE, LIVE_PIPE, REPLAY_FILE
+from .layout import JOURNAL_FILE, LIVE_FILE, LIVE_PIPE, LIVE_PROXY, REPLAY_FILE
 from .manifest import Adapter, Variant
 from .records import CONTRACT
 
@@ -64,9 +64,10 @@ class Cell:
         """The reference server's arguments (for HTTP the harness starts it; for stdio the client),
         with the paths of the server's directory and the cell's as the server process sees them."""
         if self.case.live is not None:
-            pipe = [str(server_dir / LIVE_PIPE), "--live", str(cell_dir / LIVE_FILE)]
-            pipe += ["--journal", str(cell_dir / JOURNAL_FILE)]
-            return [*pipe, "--case", self.case.id, "--schema", self.schema, "--protocol", self.protocol]
+            proxy = [str(server_dir / (LIVE_PROXY if self.is_http else LIVE_PIPE)), "--live", str(cell_dir / LIVE_FILE)]
+            proxy += ["--journal", str(cell_dir / JOURNAL_FILE)]
+            proxy += ["--transport", self.transport, "--port", "0"] if self.is_http else []
+            return [*proxy, "--case", self.case.id, "--schema", self.schema, "--protocol", self.protocol]
         served = (
             ["--case-file", str(cell_dir / REPLAY_FILE)] if self.case.replay is not None else ["--case", self.case.id]
         )

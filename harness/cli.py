@@ -221,6 +221,13 @@ def parser() -> argparse.ArgumentParser:
         help="live mode: run the --case-file cases against your stdio server itself, through a recording pipe",
     )
     run.add_argument(
+        "--server-url",
+        default=None,
+        metavar="URL",
+        help="live mode: run the --case-file cases against your running Streamable HTTP server, through a "
+        "recording reverse proxy on loopback",
+    )
+    run.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="live mode: the server's environment"
     )
     run.add_argument("--cwd", type=Path, default=None, help="live mode: the server's working directory")
@@ -363,6 +370,10 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
     factory = _backend_factory(layout, args)
     if args.resume:
         return _exit(runs.resume(layout, args.resume, args.jobs, factory))
+    recorded = _case_files(args)
+    server = live.server_of(
+        layout, args.server_cmd, args.server_url, args.env, args.cwd, (f.data["protocol"] for f in recorded)
+    )
     request = runs.Request(
         _selection(args),
         _kind(args),
@@ -372,8 +383,8 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
         args.run_id,
         args.isolation,
         args.wait_jobs,
-        _case_files(args),
-        live.server_of(args.server_cmd, args.env, args.cwd, layout.root),
+        recorded,
+        server,
     )
     return _exit(runs.start(layout, request, factory))
 

@@ -25,10 +25,12 @@ SERVER_STDERR_FILE = "server-stderr.txt"
 REPLAY_FILE = "replay.json"
 """A recorded case's case file, which the cell's reference server replays (``--case-file``)."""
 LIVE_PIPE = "live_stdio.py"
-"""Live mode's recording pipe, beside the reference server (``servers/reference/``)."""
+"""Live mode's recording pipe (stdio), beside the reference server (``servers/reference/``)."""
+LIVE_PROXY = "live_http.py"
+"""Live mode's recording reverse proxy (Streamable HTTP), beside the reference server."""
 LIVE_FILE = "live.json"
-"""Live mode: the user's server command, directory and environment, for the recording pipe; removed
-when the cell ends (it may hold credentials)."""
+"""Live mode: the user's server command, directory and environment (or its URL), for the recording
+proxy; removed when the cell ends (it may hold credentials)."""
 
 
 @dataclass(frozen=True)

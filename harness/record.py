@@ -172,15 +172,29 @@ def _session_input(request: Request) -> dict[str, Any]:
 
 def run_session(layout: Layout, request: Request) -> dict[str, Any]:
     """Run the raw session against the server, bounded; what it found (``record_session.py``)."""
+    # open, tools/list (one page at least), call: each may take the per-request timeout
+    budget = 3 * request.timeout_s + GRACE_S
+    return _session(layout, _session_input(request), request.cwd or layout.root, budget, f"record: {request.server}")
+
+
+def open_session(layout: Layout, url: str, protocol: str, timeout_s: float) -> dict[str, Any]:
+    """Open a session with the Streamable HTTP server at ``url`` under ``protocol`` and close it
+    again (live mode's check of ``--server-url``); what the session found, with its ``framing``."""
+    server: dict[str, Any] = {"command": None, "args": None, "env": {}, "url": url}
+    session_input = {"server": server, "protocol": protocol, "tool": None, "arguments": {}, "timeout_s": timeout_s}
+    return _session(layout, session_input, layout.root, timeout_s + GRACE_S, f"--server-url {url}")
+
+
+def _session(layout: Layout, session_input: dict[str, Any], cwd: Path, budget: float, label: str) -> dict[str, Any]:
+    """Run ``record_session.py`` on ``session_input`` as a bounded process group; ``label`` starts
+    every error line."""
     with tempfile.TemporaryDirectory(prefix="mcpcm-record-") as scratch:
         directory = Path(scratch)
-        (directory / "request.json").write_text(json.dumps(_session_input(request)), encoding="utf-8")
+        (directory / "request.json").write_text(json.dumps(session_input), encoding="utf-8")
         out = directory / "session.json"
-        # open, tools/list (one page at least), call: each may take the per-request timeout
-        budget = 3 * request.timeout_s + GRACE_S
         finished = process.run_bounded(
             [sys.executable, str(layout.support / SESSION_SCRIPT), str(directory / "request.json"), str(out)],
-            cwd=request.cwd or layout.root,
+            cwd=cwd,
             env={**os.environ, "PYTHONPATH": str(layout.support)},
             timeout_s=budget,
             stdout=directory / "stdout.txt",
@@ -188,13 +202,13 @@ def run_session(layout: Layout, request: Request) -> dict[str, Any]:
             marker=str(directory),
         )
         if finished.timed_out:
-            raise UsageError(f"record: {request.server} did not finish the session within {budget:g} s; stopped it")
+            raise UsageError(f"{label}: did not finish the session within {budget:g} s; stopped it")
         try:
             found: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             stderr = (directory / "stderr.txt").read_text(errors="replace").strip().splitlines()
             last = stderr[-1] if stderr else f"exit code {finished.exit_code}"
-            raise UsageError(f"record: the recording session failed: {last}") from None
+            raise UsageError(f"{label}: the session failed: {last}") from None
     return found
 
 

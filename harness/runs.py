@@ -51,7 +51,8 @@ class Request:
     case_files: tuple[case_files.CaseFile, ...] = ()
     """Recorded cases to run instead of the catalog (``--case-file``)."""
     live: LiveServer | None = None
-    """Live mode (``--server-cmd``): the recorded cases against the user's server (:mod:`harness.live`)."""
+    """Live mode (``--server-cmd``, ``--server-url``): the recorded cases against the user's server
+    (:mod:`harness.live`)."""
 
     @property
     def cases(self) -> tuple[catalog.Case, ...]:
@@ -60,7 +61,7 @@ class Request:
             if not self.case_files:
                 raise UsageError("--server-cmd (live mode) needs --case-file: the recorded tool and arguments to call")
             if self.backend != "local":
-                raise UsageError("--server-cmd (live mode) runs on the local backend only: the server runs here")
+                raise UsageError("live mode (--server-cmd, --server-url) runs on the local backend only")
             return tuple(live.live_case(f.case(), self.live) for f in self.case_files)
         return tuple(f.case() for f in self.case_files) if self.case_files else catalog.CASES
 

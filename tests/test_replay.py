@@ -7,11 +7,17 @@ same outcome in every column as that case does; bad case files are one line with
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import os
 import shlex
+import signal
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -210,6 +216,72 @@ def test_live_mode_runs_the_case_against_the_user_s_server_and_agrees_with_the_r
     assert scratch.processes_left() == []
 
 
+@contextlib.contextmanager
+def _serving_http(command: list[str], port: int) -> Iterator[str]:
+    """The example server serving Streamable HTTP on ``port`` (its own process group, killed after)."""
+    server = subprocess.Popen(
+        [*command, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "the example server did not listen"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("example", "transport"), [("python-inventory", "http-sse"), ("ts-inventory", "http-json")], ids=["sse", "json"]
+)
+def test_live_mode_over_http_goes_through_the_recording_proxy_and_agrees_with_the_replay(
+    tmp_path, examples, example, transport
+):
+    scratch = Checkout(tmp_path / "checkout", list(COLUMNS))
+    with _serving_http(examples[example], _free_port()) as url:
+        path = scratch.root / "case-files" / "stock.json"
+        scratch.harness("record", "--server-url", url, "--tool", "stock_level", "--arguments", '{"sku": "A-100"}',
+                        "--name", "stock", timeout=120)  # fmt: skip
+        common = [*ADAPTER_ARGS, "--case-file", str(path), "--jobs", "2"]
+        scratch.harness("run", *common, "--transport", transport, "--run-id", "replay")
+        scratch.harness("run", *common, "--run-id", "live", "--server-url", url)
+
+    compared = scratch.harness("diff", "replay", "live", check=False)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert compared.stdout.startswith("5 cells in both runs; 0 differ"), "the replay also has the schema hidden"
+    records = {r["key"]: r for r in scratch.records("live")}
+    assert {r["transport"] for r in records.values()} == {transport}, "the framing the server answered with"
+    assert len(records) == 1 + 2 + 2, "advertised, the server's transport: one cell per column that speaks HTTP"
+    assert {r["observation"]["calls"][0]["status"] for r in records.values()} == {"returned"}
+    journal = records[f"ts-sdk--list-first--rec-stock--advertised--{transport}--2025-11-25"]["journal"]
+    assert journal[0]["event"] == "start" and journal[0]["live"] is True and journal[0]["upstream"] == url
+    listed = next(e for e in journal if e.get("event") == "send" and e.get("added"))
+    assert [t["name"] for t in listed["message"]["result"]["tools"]] == ["stock_level", "echo"]
+    call = next(e for e in journal if e.get("event") == "recv" and e.get("method") == "tools/call")
+    answer = next(e for e in journal if e.get("event") == "send" and e.get("id") == call["id"])
+    assert answer["message"]["result"]["structuredContent"] == {"sku": "A-100", "on_hand": 42, "warehouse": "Basel-2"}
+    framing = "text/event-stream" if transport == "http-sse" else "application/json"
+    assert answer["http"]["content_type"].startswith(framing) and answer["http"]["status"] == 200
+    meta = json.loads((scratch.root / "results" / "live" / "meta.json").read_text())
+    assert meta["settings"]["live"]["url"] == url and meta["settings"]["live"]["transport"] == transport
+    scratch.harness("report", "--run", "live")
+    evidence = (scratch.root / "reports" / "cells" / f"{next(iter(records))}.html").read_text()
+    assert "through the harness&#39;s recording reverse proxy" in evidence
+    assert scratch.processes_left() == []
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -217,8 +289,21 @@ def test_live_mode_runs_the_case_against_the_user_s_server_and_agrees_with_the_r
         (["--server-cmd", "/nonexistent/server", "--case-file", "CASE"], "cannot find '/nonexistent/server'"),
         (["--env", "A=1", "--case-file", "CASE"], "--env and --cwd apply to --server-cmd (live mode) only"),
         (["--server-cmd", "python3 -c pass", "--case-file", "CASE", "--backend", "docker"], "local backend only"),
+        (["--server-url", "http://127.0.0.1:9/mcp"], "--server-url (live mode) needs --case-file"),
+        (["--server-url", "ftp://127.0.0.1/mcp", "--case-file", "CASE"], "expected an http:// or https:// URL"),
+        (["--server-url", "http://127.0.0.1:9/mcp", "--case-file", "CASE"], "http://127.0.0.1:9/mcp: no session under"),
+        (["--server-url", "http://x/", "--server-cmd", "python3", "--case-file", "CASE"], "not both"),
     ],
-    ids=["no-case-file", "no-such-command", "env-without-live", "docker"],
+    ids=[
+        "no-case-file",
+        "no-such-command",
+        "env-without-live",
+        "docker",
+        "url-no-case-file",
+        "not-http",
+        "unreachable",
+        "both",
+    ],
 )
 def test_bad_live_input_is_one_line_and_nothing_is_written(tmp_path, args, needle):
     scratch = Checkout(tmp_path / "checkout", ["raw-jsonrpc"])

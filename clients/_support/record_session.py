@@ -8,7 +8,8 @@ the same as the ``raw-jsonrpc`` column's: nothing validates or alters what the s
 
 The request: ``server`` (``command``, ``args``, ``env``, ``cwd`` for stdio; ``url`` for Streamable
 HTTP), ``protocol`` (``2025-11-25``: ``initialize``; ``2026-07-28``: ``server/discover`` and the
-``_meta`` envelope), ``tool``, ``arguments``, ``timeout_s`` (per request).
+``_meta`` envelope), ``tool`` (None: open the session and close it again, as live mode's check of
+a URL does), ``arguments``, ``timeout_s`` (per request).
 
 The output (always written, also when a step failed):
 
@@ -18,6 +19,7 @@ The output (always written, also when a step failed):
   object the server answered with, when that is what went wrong;
 - ``protocol``: the revision the session ran under (the one ``initialize`` negotiated);
   ``server_info``: the server's ``name`` / ``version`` as it stated them (None when it did not);
+  ``framing``: over HTTP, the ``Content-Type`` the server answered the opening request with;
 - ``tools``: every listed tool, exactly as sent, over every page; ``tool``: the called one;
 - ``result``: the ``tools/call`` result exactly as sent (parsed JSON); ``frame_bytes``: the size
   of the frame that carried it (stdio: the line with its newline; HTTP: the response body);
@@ -75,7 +77,8 @@ def _exchange(wire: BaseWire, stage: str, method: str, params: dict[str, Any], t
 
 def _open(wire: BaseWire, timeout_s: float, out: dict[str, Any]) -> None:
     if wire.modern:
-        result = _request(wire, "open", "server/discover", {}, timeout_s)
+        result, msg_id = _exchange(wire, "open", "server/discover", {}, timeout_s)
+        out["framing"] = _frame_of(wire, msg_id).get("content_type")
         supported = (result or {}).get("supportedVersions")
         if not isinstance(supported, list) or MODERN_VERSION not in supported:
             raise Failed("open", f"server/discover does not offer {MODERN_VERSION}: supportedVersions={supported!r}")
@@ -83,7 +86,8 @@ def _open(wire: BaseWire, timeout_s: float, out: dict[str, Any]) -> None:
         out["server_info"] = ((result or {}).get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")
         return
     params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}
-    result = _request(wire, "open", "initialize", params, timeout_s)
+    result, msg_id = _exchange(wire, "open", "initialize", params, timeout_s)
+    out["framing"] = _frame_of(wire, msg_id).get("content_type")
     if not isinstance(result, dict):
         raise Failed("open", f"initialize answered with a result that is not an object: {result!r}")
     wire.initialized({"result": result})
@@ -110,19 +114,21 @@ def _list(wire: BaseWire, timeout_s: float) -> list[Any]:
     raise Failed("list", f"tools/list still had a nextCursor after {MAX_PAGES} pages")
 
 
-def _frame_bytes(wire: BaseWire, msg_id: int) -> int | None:
-    """The size of the inbound frame that carried the response with ``msg_id``."""
+def _frame_of(wire: BaseWire, msg_id: int) -> dict[str, Any]:
+    """The inbound frame that carried the response with ``msg_id`` (empty when there is none)."""
     for frame in wire.snapshot():
         if frame.get("id") == msg_id and "messages" not in frame:
-            return int(frame["bytes"])
+            return frame
         if any(m.get("id") == msg_id and m.get("kind") == "response" for m in frame.get("messages", [])):
-            return int(frame["bytes"])
-    return None
+            return frame
+    return {}
 
 
 def _session(wire: BaseWire, request: dict[str, Any], out: dict[str, Any]) -> None:
     timeout_s = float(request["timeout_s"])
     _open(wire, timeout_s, out)
+    if request["tool"] is None:
+        return
     out["tools"] = _list(wire, timeout_s)
     listed = [tool for tool in out["tools"] if isinstance(tool, dict) and tool.get("name") == request["tool"]]
     if not listed:
@@ -131,12 +137,13 @@ def _session(wire: BaseWire, request: dict[str, Any], out: dict[str, Any]) -> No
     out["tool"] = listed[0]
     params = {"name": request["tool"], "arguments": request["arguments"]}
     out["result"], msg_id = _exchange(wire, "call", "tools/call", params, timeout_s)
-    out["frame_bytes"] = _frame_bytes(wire, msg_id)
+    size = _frame_of(wire, msg_id).get("bytes")
+    out["frame_bytes"] = int(size) if size is not None else None
 
 
 def _not_json(wire: BaseWire) -> str:
     """What the server wrote on stdout that is not JSON, for the error line (empty when nothing)."""
-    bad = [frame for frame in wire.snapshot() if frame.get("parse_error")]
+    bad = [frame for frame in wire.snapshot() if frame.get("parse_error") and "http" not in frame]  # stdio lines
     if not bad:
         return ""
     return f" (the server wrote {len(bad)} line(s) on stdout that are not JSON, the first: {bad[0].get('excerpt')!r})"
@@ -161,6 +168,7 @@ def main() -> int:
         "rpc_error": None,
         "protocol": None,
         "server_info": None,
+        "framing": None,
         "tools": [],
         "tool": None,
         "result": None,

@@ -10,7 +10,7 @@ under), so the harness classifies a live cell exactly as a replayed one. The ser
 passed through. When the client closes stdin the server's stdin is closed and the proxy waits for
 it to exit; SIGTERM is passed on. The proxy and the server are in the client's process group,
 which the harness kills as a whole at the cell's budget. The follow-up tool ``echo`` is the
-pipe's own (:class:`Pipe`).
+pipe's own (``live_splice.py``).
 """
 
 from __future__ import annotations
@@ -26,28 +26,21 @@ import threading
 from typing import IO, Any
 
 from journal import Journal
-from protocol import META_VERSION, MODERN_VERSIONS, RESULT_COMPLETE, message_kind, params_meta, request_revision
-from tool import FOLLOWUP_TOOL, tool_definitions
+from live_splice import Splice
+from protocol import message_kind
 
 EXIT_WAIT_S = 5.0
 
 
 class Pipe:
-    """One proxied session: the journal, the client's stdout, and what the session negotiated.
-
-    The harness's follow-up tool ``echo`` is not the user's server's: the pipe adds it to every
-    ``tools/list`` answer (journaled with ``added``) and answers its calls itself, so the follow-up
-    shows whether the client's session survived, as in a replay.
-    """
+    """One proxied session: the journal, the client's stdout, and the follow-up tool's splice."""
 
     def __init__(self, journal: Journal, out: IO[bytes]) -> None:
         self.journal = journal
         self.out = out
         self.lock = threading.Lock()
         """Serializes the journal and the writes to the client (two threads use both)."""
-        self.negotiated: str | None = None
-        self.initialize_ids: set[Any] = set()
-        self.list_ids: set[Any] = set()
+        self.splice = Splice()
 
     def from_client(self, line: bytes) -> bytes | None:
         """Journal a client frame; what to pass to the server (None: the pipe answered it)."""
@@ -58,36 +51,22 @@ class Pipe:
                 self.journal.write("recv", bytes=len(line), kind="invalid", error=str(exc))
             return line
         is_dict = isinstance(message, dict)
-        method = message.get("method") if is_dict else None
-        if method == "initialize":
-            self.initialize_ids.add(message.get("id"))
-        elif method == "tools/list":
-            self.list_ids.add(message.get("id"))
+        answer = self.splice.from_client(message)
         with self.lock:
             self.journal.write(
                 "recv",
                 bytes=len(line),
                 kind=message_kind(message),
-                method=method,
+                method=message.get("method") if is_dict else None,
                 id=message.get("id") if is_dict else None,
                 params=message.get("params") if is_dict else None,
-                protocol=request_revision(message, self.negotiated) if is_dict else None,
+                protocol=self.splice.revision(message) if is_dict else None,
             )
-        params = message.get("params") if is_dict else None
-        if method == "tools/call" and isinstance(params, dict) and params.get("name") == FOLLOWUP_TOOL:
-            self._answer_followup(message, params)
-            return None
-        return line
-
-    def _answer_followup(self, message: dict[str, Any], params: dict[str, Any]) -> None:
-        text = str((params.get("arguments") or {}).get("text", ""))
-        result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
-        if params_meta(params).get(META_VERSION) in MODERN_VERSIONS:
-            result = {"resultType": RESULT_COMPLETE, **result}
-        answer = {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
-        self.to_client(
-            json.dumps(answer, separators=(",", ":")).encode("utf-8") + b"\n", answer, "answered by the pipe"
-        )
+        if answer is None:
+            return line
+        frame = json.dumps(answer, separators=(",", ":")).encode("utf-8") + b"\n"
+        self.to_client(frame, answer, "answered by the pipe")
+        return None
 
     def from_server(self, line: bytes) -> None:
         """Journal a server frame and pass it to the client (a tools/list answer with ``echo`` added)."""
@@ -101,20 +80,9 @@ class Pipe:
                 )  # fmt: skip
                 self._write(line)
             return
-        note = None
-        if isinstance(message, dict):
-            result = message.get("result")
-            if message.get("id") in self.initialize_ids and isinstance(result, dict):
-                version = result.get("protocolVersion")
-                self.negotiated = version if isinstance(version, str) else self.negotiated
-            if (
-                message.get("id") in self.list_ids
-                and isinstance(result, dict)
-                and isinstance(result.get("tools"), list)
-            ):
-                result["tools"] = [*result["tools"], tool_definitions("none")[1]]
-                line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-                note = f"added the follow-up tool {FOLLOWUP_TOOL!r}"
+        note = self.splice.from_server(message)
+        if note is not None:
+            line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         self.to_client(line, message, note)
 
     def to_client(self, frame: bytes, message: Any, note: str | None) -> None:
