@@ -191,7 +191,7 @@ def isolation_parity(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test suite: real processes, real SDK clients, loopback only."""
     _install(session, "test", "docker")
-    session.run("python", "-m", "pytest", *(session.posargs or ["-m", "not slow and not docker"]))
+    session.run("python", "-m", "pytest", "--durations=15", *(session.posargs or ["-m", "not slow and not docker"]))
 
 
 LINTED = ("harness", "servers", "clients", "tests", "benchmarks", "noxfile.py")

@@ -3,6 +3,8 @@
 A tool recorded from the example server (the official Python SDK's ``MCPServer``) reaches every
 column exactly as recorded; a recording of one of the reference server's own fault cases gets the
 same outcome in every column as that case does; bad case files are one line with nothing written.
+Live mode runs the case against the example servers themselves, over stdio (a recording pipe) and
+Streamable HTTP (a recording reverse proxy; SSE and JSON framing), and agrees with the replay.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def test_a_recorded_tool_reaches_every_column_as_it_was_sent(tmp_path, examples)
     assert scratch.processes_left() == []
 
 
+@pytest.mark.slow
 def test_a_recording_of_a_fault_case_gets_that_case_s_outcome_in_every_column(tmp_path):
     """The recorded type-swap result, replayed, against the same clients as the catalog's type-swap."""
     scratch = Checkout(tmp_path / "checkout", list(COLUMNS))
@@ -178,6 +181,7 @@ def test_a_case_selection_names_the_recorded_cases(tmp_path):
     assert done.returncode == 2 and "unknown case 'ok'" in done.stderr and "rec-count" in done.stderr
 
 
+@pytest.mark.slow
 def test_live_mode_runs_the_case_against_the_user_s_server_and_agrees_with_the_replay(tmp_path, examples):
     scratch = Checkout(tmp_path / "checkout", list(COLUMNS))
     server = examples["python-inventory"]
@@ -244,7 +248,9 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize(
-    ("example", "transport"), [("python-inventory", "http-sse"), ("ts-inventory", "http-json")], ids=["sse", "json"]
+    ("example", "transport"),
+    [("python-inventory", "http-sse"), pytest.param("ts-inventory", "http-json", marks=pytest.mark.slow)],
+    ids=["sse", "json"],
 )
 def test_live_mode_over_http_goes_through_the_recording_proxy_and_agrees_with_the_replay(
     tmp_path, examples, example, transport
