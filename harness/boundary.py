@@ -42,7 +42,7 @@ from typing import Any
 
 from . import catalog, process
 from .backends import Backend
-from .cells import Cell
+from .cells import Cell, server_program
 from .classify import cells_frame
 from .layout import JOURNAL_FILE
 from .manifest import Adapter
@@ -98,7 +98,7 @@ class ProbeCell(Cell):
 
     def server_args(self, server_dir: Path, cell_dir: Path) -> list[str]:
         return [
-            str(server_dir),
+            *server_program(server_dir),
             "--case",
             "probe",
             "--schema",

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import catalog
 from .errors import UsageError
-from .layout import JOURNAL_FILE, LIVE_FILE, LIVE_PIPE, LIVE_PROXY, REPLAY_FILE
+from .layout import JOURNAL_FILE, LIVE_FILE, LIVE_PIPE, LIVE_PROXY, REPLAY_FILE, SERVER_ENTRY
 from .manifest import Adapter, Variant
 from .records import CONTRACT
 
@@ -26,6 +26,14 @@ BUDGET_S = {"schema": 30.0, "size": 60.0, "transport": 20.0, "protocol": 20.0}
 """Seconds the harness gives one adapter run, by family."""
 CLIENT_TIMEOUT_SHARE = 0.6
 """The client's own request timeout, as a share of the budget, so that it fires first."""
+
+
+def server_program(server_dir: Path, script: str = SERVER_ENTRY) -> list[str]:
+    """The interpreter's arguments that start a program of ``servers/reference/`` (the reference
+    server, or a live proxy): ``-S``, as it is standard library only and the site's imports (the
+    editable install's finder among them) would be a third of its start, which every cell pays;
+    the script itself rather than the directory, which would go through ``runpy``."""
+    return ["-S", str(server_dir / script)]
 
 
 @dataclass(frozen=True)
@@ -64,14 +72,18 @@ class Cell:
         """The reference server's arguments (for HTTP the harness starts it; for stdio the client),
         with the paths of the server's directory and the cell's as the server process sees them."""
         if self.case.live is not None:
-            proxy = [str(server_dir / (LIVE_PROXY if self.is_http else LIVE_PIPE)), "--live", str(cell_dir / LIVE_FILE)]
+            proxy = [
+                *server_program(server_dir, LIVE_PROXY if self.is_http else LIVE_PIPE),
+                "--live",
+                str(cell_dir / LIVE_FILE),
+            ]
             proxy += ["--journal", str(cell_dir / JOURNAL_FILE)]
             proxy += ["--transport", self.transport, "--port", "0"] if self.is_http else []
             return [*proxy, "--case", self.case.id, "--schema", self.schema, "--protocol", self.protocol]
         served = (
             ["--case-file", str(cell_dir / REPLAY_FILE)] if self.case.replay is not None else ["--case", self.case.id]
         )
-        args = [str(server_dir), *served, "--schema", self.schema, "--protocol", self.protocol]
+        args = [*server_program(server_dir), *served, "--schema", self.schema, "--protocol", self.protocol]
         args += ["--journal", str(cell_dir / JOURNAL_FILE)]
         return args + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
 

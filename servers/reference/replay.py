@@ -11,7 +11,6 @@ too, where the recorded result already carries what that revision adds (``result
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from cases import Case
@@ -26,7 +25,8 @@ class CaseFileError(Exception):
 def load(path: str) -> Case:
     """The case that replays the case file at ``path``."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as handle:  # not pathlib: the server starts once per cell
+            data = json.load(handle)
     except (OSError, ValueError) as exc:
         raise CaseFileError(f"{path}: cannot read a case file: {exc}") from None
     if not isinstance(data, dict) or data.get("case_file") != CASE_FILE_VERSION:
