@@ -33,6 +33,7 @@ from . import (
     images,
     live,
     manifest,
+    merge,
     meta,
     record,
     report,
@@ -269,6 +270,10 @@ def parser() -> argparse.ArgumentParser:
         "--require-same-cells", action="store_true", help="also fail when a cell is recorded by only one of the runs"
     )
 
+    combine = sub.add_parser("merge", help="merge the shard runs of one matrix (run --shard K/N) into one run")
+    combine.add_argument("runs", nargs="+", type=_run_id, metavar="RUN", help="the shard runs, every one of 1/N..N/N")
+    combine.add_argument("--run-id", type=_run_id, required=True, help="the merged run's id (a new run directory)")
+
     listing = sub.add_parser("list", help="show adapters, columns and the cell count of a selection")
     _selection_flags(listing)
 
@@ -457,6 +462,13 @@ def cmd_catalog(layout: Layout, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_merge(layout: Layout, args: argparse.Namespace) -> int:
+    merged = merge.merge(layout.results, args.runs, args.run_id)
+    cells = merged.read_meta()["settings"]["cells"]
+    print(f"merged {len(args.runs)} runs into {merged.run_id}: {cells} cells ({merged.directory})", file=sys.stderr)
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[Layout, argparse.Namespace], int]] = {
     "prepare": cmd_prepare,
     "run": cmd_run,
@@ -466,6 +478,7 @@ COMMANDS: dict[str, Callable[[Layout, argparse.Namespace], int]] = {
     "catalog": cmd_catalog,
     "base-image": cmd_base_image,
     "diff": cmd_diff,
+    "merge": cmd_merge,
     "record": cmd_record,
 }
 

@@ -199,3 +199,5 @@ class RunMeta(TypedDict, total=False):
     settings: RunSettings
     adapters: dict[str, AdapterMeta]
     prepare_failures: dict[str, str]
+    merged_from: list[str]
+    """A merged run (``harness/merge.py``): the shard runs it was made of, in shard order."""
