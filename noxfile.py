@@ -105,6 +105,18 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session
+def publish(session: nox.Session) -> None:
+    """Render site/: every finished run's report, the changes between runs, badges (``-- --out DIR --keep N``)."""
+    _harness(session, "publish")
+
+
+@nox.session
+def merge(session: nox.Session) -> None:
+    """Merge the shard runs of one matrix into one run (``-- RUN... --run-id ID``)."""
+    _harness(session, "merge")
+
+
+@nox.session
 def images(session: nox.Session) -> None:
     """Build (or reuse) one docker image per adapter (``-- --adapter NAME --base-image IMAGE --ca-bundle PEM``)."""
     _install(session, "docker")

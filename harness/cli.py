@@ -1,5 +1,5 @@
 """Command line: ``python -m harness`` (or ``mcp-client-matrix``) with the commands
-prepare, run, probe, report, diff, list, catalog, record and base-image.
+prepare, run, probe, report, publish, diff, merge, list, catalog, record and base-image.
 
 This module only parses flags and dispatches; runs are orchestrated by :mod:`harness.runs`.
 Bad input is one line on stderr (``error: ...``) and exit code 2, with nothing written.
@@ -35,6 +35,7 @@ from . import (
     manifest,
     merge,
     meta,
+    publish,
     record,
     report,
     runs,
@@ -65,6 +66,7 @@ def _positive(kind: Callable[[str], Any], what: str, *, zero: bool = False) -> C
 
 
 _jobs = _positive(int, "a positive whole number")
+"""A positive count (--jobs, --keep)."""
 _count = _positive(int, "a whole number >= 0", zero=True)
 _scale = _positive(float, "a positive number")
 _bytes = _positive(int, "a positive number of bytes")
@@ -270,6 +272,10 @@ def parser() -> argparse.ArgumentParser:
         "--require-same-cells", action="store_true", help="also fail when a cell is recorded by only one of the runs"
     )
 
+    site = sub.add_parser("publish", help="render a static site of the runs in results/: history, changes, badges")
+    site.add_argument("--out", type=Path, default=None, help="the site's directory (default: site/)")
+    site.add_argument("--keep", type=_jobs, default=None, help="publish the newest N runs (default: all)")
+
     combine = sub.add_parser("merge", help="merge the shard runs of one matrix (run --shard K/N) into one run")
     combine.add_argument("runs", nargs="+", type=_run_id, metavar="RUN", help="the shard runs, every one of 1/N..N/N")
     combine.add_argument("--run-id", type=_run_id, required=True, help="the merged run's id (a new run directory)")
@@ -462,6 +468,18 @@ def cmd_catalog(layout: Layout, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_publish(layout: Layout, args: argparse.Namespace) -> int:
+    out = args.out or layout.root / "site"
+    result = layout.conformance_result
+    conformance = json.loads(result.read_text()) if result.is_file() else None
+    try:
+        published = publish.publish(layout.results, out, args.keep, conformance)
+    except OSError as exc:
+        raise UsageError(f"cannot write the site to {out}: {exc.strerror or exc}") from exc
+    print(f"site: {out / 'index.html'} ({len(published)} runs, latest {published[-1].run_id})", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_merge(layout: Layout, args: argparse.Namespace) -> int:
     merged = merge.merge(layout.results, args.runs, args.run_id)
     cells = merged.read_meta()["settings"]["cells"]
@@ -479,6 +497,7 @@ COMMANDS: dict[str, Callable[[Layout, argparse.Namespace], int]] = {
     "base-image": cmd_base_image,
     "diff": cmd_diff,
     "merge": cmd_merge,
+    "publish": cmd_publish,
     "record": cmd_record,
 }
 

@@ -84,7 +84,8 @@ class Row:
         return len({(c["outcome"], bool(c["altered"])) for c in self.cells.values()}) <= 1
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The pages' jinja2 environment: autoescaping on, undefined values an error, the report's filters."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
@@ -274,7 +275,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
     plain = report_view.plain_records(frame)  # cells.json, and every page's values
     shown = [_shown(row) for row in plain]
     rows = _rows([cell for cell in shown if cell["kind"] != "framework"], columns, cases)
-    env = _environment()
+    env = environment()
     (staging / "cells").mkdir(parents=True)
     (staging / "data").mkdir()
     (staging / "assets").mkdir()
