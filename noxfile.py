@@ -6,6 +6,11 @@ checks the reference server with the conformance suite and renders the report.
   ``python -m harness run``, e.g. ``nox -s matrix -- --adapter ts-sdk --family size``).
 - ``probe``:   find the largest stdio frame each column accepts (``boundary.json`` of the run).
 - ``report``:  render ``reports/`` from the latest run.
+- ``publish``: a static site of every finished run in ``results/`` (``site/``: history, changes
+  between runs, badges; ``-- --out DIR --keep N``).
+- ``merge``:   merge the shard runs of one matrix into one run (``-- RUN... --run-id ID``).
+- ``check``:   run the adapters that have an expected-outcome baseline (``baselines/``) and fail
+  on every cell that does not match it (``python -m harness baseline write`` writes them).
 - ``record``:  record one tool of your own MCP server into a case file (``case-files/NAME.json``).
 - ``examples``: build the example servers ``record`` is shown on (``servers/examples/``).
 - ``tests``:   the test suite (``nox -s tests -- -m slow`` for the slow end-to-end tests only).
@@ -108,6 +113,24 @@ def report(session: nox.Session) -> None:
 def publish(session: nox.Session) -> None:
     """Render site/: every finished run's report, the changes between runs, badges (``-- --out DIR --keep N``)."""
     _harness(session, "publish")
+
+
+@nox.session
+def check(session: nox.Session) -> None:
+    """Run the adapters that have a baseline (``baselines/*.yaml``) and fail listing every cell whose
+    outcome differs from it, has no entry, or every stale entry (``-- <run flags>``: e.g. a --family)."""
+    _install(session, "docker")
+    names = sorted(path.stem for path in Path("baselines").glob("*.yaml"))
+    if not names:
+        session.error("no baselines/*.yaml: write them with `python -m harness baseline write --run RUN`")
+    chosen = any(arg.startswith("--adapter") for arg in session.posargs)
+    adapters = [] if chosen else [arg for name in names for arg in ("--adapter", name)]
+    run_id = "check-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    session.run(
+        "python", "-m", "harness", "run", "--run-id", run_id, *adapters, *session.posargs,
+        success_codes=[0, BROKEN_COLUMNS],
+    )  # fmt: skip
+    session.run("python", "-m", "harness", "baseline", "check", "--run", run_id)
 
 
 @nox.session

@@ -1,13 +1,13 @@
 """Command line: ``python -m harness`` (or ``mcp-client-matrix``) with the commands
-prepare, run, probe, report, publish, diff, merge, list, catalog, record and base-image.
+prepare, run, probe, report, publish, diff, merge, baseline, list, catalog, record and base-image.
 
 This module only parses flags and dispatches; runs are orchestrated by :mod:`harness.runs`.
 Bad input is one line on stderr (``error: ...``) and exit code 2, with nothing written.
 
-Exit codes: 0 done; 1 ``diff`` found differing cells; 2 bad input (a flag, a name, a run id, an
-unwritable path); 3 done, but some columns could not run (an adapter directory is broken or its
-environment did not build: their cells are recorded as harness errors); 130 interrupted
-(finish with ``run --resume``).
+Exit codes: 0 done; 1 ``diff`` found differing cells, or ``baseline check`` cells that do not
+match their baseline; 2 bad input (a flag, a name, a run id, an unwritable path); 3 done, but
+some columns could not run (an adapter directory is broken or its environment did not build:
+their cells are recorded as harness errors); 130 interrupted (finish with ``run --resume``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 from . import (
     __version__,
     backends,
+    baselines,
     boundary,
     case_files,
     catalog,
@@ -276,6 +277,11 @@ def parser() -> argparse.ArgumentParser:
     site.add_argument("--out", type=Path, default=None, help="the site's directory (default: site/)")
     site.add_argument("--keep", type=_jobs, default=None, help="publish the newest N runs (default: all)")
 
+    expect = sub.add_parser("baseline", help="write a run's outcomes as the expected ones, or check a run against them")
+    expect.add_argument("action", choices=("write", "check"), help="write baselines/ from the run, or check the run")
+    expect.add_argument("--run", type=_run_id, default=store.LATEST, help="run id (default: the latest)")
+    expect.add_argument("--dir", type=Path, default=None, help="the baselines' directory (default: baselines/)")
+
     combine = sub.add_parser("merge", help="merge the shard runs of one matrix (run --shard K/N) into one run")
     combine.add_argument("runs", nargs="+", type=_run_id, metavar="RUN", help="the shard runs, every one of 1/N..N/N")
     combine.add_argument("--run-id", type=_run_id, required=True, help="the merged run's id (a new run directory)")
@@ -480,6 +486,18 @@ def cmd_publish(layout: Layout, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_baseline(layout: Layout, args: argparse.Namespace) -> int:
+    run = store.open_run(layout.results, args.run)
+    directory = args.dir or layout.root / "baselines"
+    if args.action == "write":
+        written = baselines.write(run, directory)
+        print(f"baseline: {len(written)} files in {directory} from run {run.run_id}", file=sys.stderr)
+        return EXIT_OK
+    result = baselines.check(run, baselines.load_all(directory), layout.clients)
+    print(baselines.summary(result, run.run_id))
+    return EXIT_DIFFERS if result.failed else EXIT_OK
+
+
 def cmd_merge(layout: Layout, args: argparse.Namespace) -> int:
     merged = merge.merge(layout.results, args.runs, args.run_id)
     cells = merged.read_meta()["settings"]["cells"]
@@ -497,6 +515,7 @@ COMMANDS: dict[str, Callable[[Layout, argparse.Namespace], int]] = {
     "base-image": cmd_base_image,
     "diff": cmd_diff,
     "merge": cmd_merge,
+    "baseline": cmd_baseline,
     "publish": cmd_publish,
     "record": cmd_record,
 }
