@@ -41,6 +41,7 @@ from . import (
     report,
     runs,
     store,
+    versions,
     workers,
 )
 from .errors import UsageError
@@ -115,6 +116,15 @@ def _selection_flags(command: argparse.ArgumentParser) -> None:
     _kind_flag(command)
     command.add_argument(
         "--adapter", action="append", default=[], help="adapter or column (adapter/variant); repeatable"
+    )
+    command.add_argument(
+        "--with",
+        dest="with_versions",
+        action="append",
+        default=[],
+        metavar="ADAPTER@VERSION",
+        help="also run the adapter at another version of its package, as a column of its own "
+        "(ADAPTER@V1,V2,... for several); repeatable",
     )
     command.add_argument("--case", action="append", default=[], help="case id (`catalog` lists them); repeatable")
     command.add_argument(
@@ -326,8 +336,9 @@ def _kind(args: argparse.Namespace) -> str | None:
 
 
 def _selection(args: argparse.Namespace) -> cells.Selection:
+    pinned = [pin.name for spec in args.with_versions for pin in versions.parse(spec)]
     return cells.Selection(
-        tuple(args.adapter),
+        (*args.adapter, *pinned),
         tuple(args.case),
         tuple(args.family),
         getattr(args, "shard", (1, 1)),

@@ -22,7 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import node_releases
+from . import node_releases, versions
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
@@ -162,16 +162,31 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         make_venv, install = _python_commands(target, requirements)
         _run(adapter.name, make_venv, layout.root, log)
         if requirements.exists():
+            if versions.is_versioned(layout, adapter) and install[1:3] == ["pip", "install"]:  # uv (pip cannot)
+                install[3:3] = ["--exclude-newer", versions.resolved_before(adapter)]
             _run(adapter.name, install, adapter.directory, log)
         files = PYTHON_DEPS
     else:
-        if not (adapter.directory / "package-lock.json").exists():
-            raise PrepareError(f"{adapter.directory}/package-lock.json: missing (pin with a lockfile)")
-        # npm itself runs on the adapter's node (first on PATH), as do the packages' install scripts.
-        npm_ci(adapter.name, adapter.directory, log, process_env(layout, adapter))
+        lock = adapter.directory / "package-lock.json"
+        env = process_env(layout, adapter)  # npm runs on the adapter's node, as do install scripts
+        if not lock.exists() and versions.is_versioned(layout, adapter):
+            npm_lock(adapter.name, adapter.directory, log, env, before=versions.resolved_before(adapter))
+        if not lock.exists():
+            raise PrepareError(f"{lock}: missing (pin with a lockfile)")
+        npm_ci(adapter.name, adapter.directory, log, env)
         files = NODE_DEPS
     (target / STAMP).write_text(_fingerprint(adapter, files))
     return True
+
+
+def npm_lock(who: str, directory: Path, log: Path, env: dict[str, str], *, before: str) -> None:
+    """``npm install --package-lock-only --before`` in ``directory``: a lockfile resolved from its
+    package.json as the registry was at ``before``."""
+    npm = shutil.which("npm", path=env.get("PATH"))
+    if npm is None:
+        raise PrepareError(f"npm is not on PATH: it installs {who}")
+    options = ["--package-lock-only", f"--before={before}", "--no-audit", "--no-fund", "--loglevel=error"]
+    _run(who, [npm, "install", *options], directory, log, env)
 
 
 def command(layout: Layout, adapter: Adapter, cell_file: Path, observation: Path) -> list[str]:

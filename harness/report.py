@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from . import boundary, case_files, catalog, live, model_view, recorded_view, report_view
+from . import boundary, case_files, catalog, live, model_view, recorded_view, report_view, sweep_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
 from .records import RunMeta
 from .store import RunStore
@@ -282,6 +282,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
     for asset in ASSETS:
         shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
     families = [f for f in catalog.FAMILIES if f in set(sdk_frame["family"])]
+    sweep = sweep_view.families(frame, meta)
     (staging / "index.html").write_text(
         env.get_template("index.html.j2").render(
             meta=meta,
@@ -297,9 +298,13 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             kinds=boundary.KINDS,
             frameworks=len(framework_columns),
             recorded=[(recorded_view.href(f), f) for f in recorded],
+            sweep=sweep,
         ),
         encoding="utf-8",
     )
+    if sweep:
+        swept = env.get_template("versions.html.j2").render(meta=meta, conformance=conformance, families=sweep)
+        (staging / sweep_view.PAGE).write_text(swept, encoding="utf-8")
     probed = recorded_view.probe_boundaries(run) if recorded else (None, [])
     for case_file in recorded:
         (staging / recorded_view.href(case_file)).write_text(

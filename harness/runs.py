@@ -15,7 +15,20 @@ from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-from . import backends, boundary, case_files, catalog, cells, live, manifest, meta, runner, store
+from . import (
+    backends,
+    boundary,
+    case_files,
+    catalog,
+    cells,
+    environments,
+    live,
+    manifest,
+    meta,
+    runner,
+    store,
+    versions,
+)
 from .classify import cells_frame
 from .errors import UsageError
 from .layout import Layout
@@ -87,23 +100,34 @@ def select_adapters(layout: Layout, names: tuple[str, ...] | list[str], kind: st
     """The adapters named (adapter or adapter/variant; all when none), of ``kind`` when given.
 
     Broken adapter directories are included (as broken adapters) when selected, so that they show
-    as harness-error columns; a name that exists but is excluded by ``kind`` says so.
+    as harness-error columns; a name that exists but is excluded by ``kind`` says so. A name
+    ``ADAPTER@VERSION`` is that adapter at another version of its package (:mod:`harness.versions`).
     """
     found = manifest.discover(layout.clients)
     wanted = {name.split("/")[0] for name in names}
     by_name = {adapter.name: adapter for adapter in found}
+    pinned: list[Adapter] = []
     for name in sorted(wanted):
-        adapter = by_name.get(name)
+        pin = versions.parse(name, "--adapter")[0] if versions.is_pinned_name(name) else None
+        adapter = by_name.get(pin.adapter if pin else name)
         if adapter is None:
-            raise cells.unknown("adapter", name, by_name, "`python -m harness list` shows the adapters")
+            raise cells.unknown(
+                "adapter", pin.adapter if pin else name, by_name, "`python -m harness list` shows the adapters"
+            )
         if kind is not None and adapter.kind != kind:
             raise UsageError(f"adapter {name!r} is of kind {adapter.kind}, excluded by --kind {kind}")
-    return [a for a in found if (not wanted or a.name in wanted) and (kind is None or a.kind == kind)]
+        if pin is not None:
+            env = environments.process_env(layout, adapter)
+            pinned.append(versions.derive(layout, adapter, pin.version, env))
+    chosen = [a for a in found if (not wanted or a.name in wanted) and (kind is None or a.kind == kind)]
+    return chosen + pinned
 
 
 def plan(layout: Layout, request: Request) -> tuple[list[Adapter], list[cells.Cell]]:
     """The adapters and cells of ``request``; :class:`UsageError` when nothing is selected."""
     adapters = select_adapters(layout, request.selection.adapters, request.kind)
+    if request.backend != "local" and any(versions.is_versioned(layout, a) for a in adapters):
+        raise UsageError("an adapter at another version (ADAPTER@VERSION) runs on the local backend only")
     selected = cells.build(adapters, request.selection, request.budget_scale, request.cases)
     if not selected:
         raise UsageError(

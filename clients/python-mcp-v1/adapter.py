@@ -30,7 +30,11 @@ from typing import Any  # noqa: E402
 
 import mcp_driver  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+try:  # the name in later 1.x releases; earlier ones (a version sweep runs them) call it streamablehttp_client
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError:
+    from mcp.client.streamable_http import streamablehttp_client as streamable_http_client
 
 PACKAGE = "mcp"
 # stdio_client's own shutdown: 2 s grace after stdin closes, then SIGTERM and 2 s before SIGKILL.
