@@ -225,8 +225,9 @@ def isolation_parity(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite: real processes, real SDK clients, loopback only."""
-    _install(session, "test", "docker")
-    session.run("python", "-m", "pytest", "--durations=15", *(session.posargs or ["-m", "not slow and not docker"]))
+    _install(session, "test", "docker", "browser")
+    default = ["-m", "not slow and not docker and not browser"]
+    session.run("python", "-m", "pytest", "--durations=15", *(session.posargs or default))
 
 
 LINTED = ("harness", "servers", "clients", "tests", "benchmarks", "noxfile.py")

@@ -79,10 +79,10 @@ class Changes:
 
 def _label(values: dict[str, Any]) -> str:
     before, after = values["outcome_a"], values["outcome_b"]
-    others = [
+    others = [  # a value one side does not have (a timeout has no "altered") is no change of its own
         f"{column}: {values[f'{column}_a']} → {values[f'{column}_b']}"
         for column in diff.COMPARED[1:]
-        if values[f"{column}_a"] != values[f"{column}_b"]
+        if values[f"{column}_a"] != values[f"{column}_b"] and "-" not in (values[f"{column}_a"], values[f"{column}_b"])
     ]
     if before != after:
         return f"{before} → {after}" + (f" ({'; '.join(others)})" if others else "")

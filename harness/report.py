@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from . import boundary, case_files, catalog, live, model_view, recorded_view, report_view, sweep_view
+from . import boundary, case_files, catalog, live, model_view, overview_view, recorded_view, report_view, sweep_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
 from .records import RunMeta
 from .store import RunStore
@@ -274,7 +274,11 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
     sdk_frame = frame[frame["kind"] != "framework"]
     plain = report_view.plain_records(frame)  # cells.json, and every page's values
     shown = [_shown(row) for row in plain]
-    rows = _rows([cell for cell in shown if cell["kind"] != "framework"], columns, cases)
+    sdk_cells = [cell for cell in shown if cell["kind"] != "framework"]
+    error_refs, errors = overview_view.error_index(sdk_cells, columns)
+    for cell in sdk_cells:
+        cell["err_ref"] = error_refs.get((cell["client"], cell["short"])) if cell["short"] else None
+    rows = _rows(sdk_cells, columns, cases)
     env = environment()
     (staging / "cells").mkdir(parents=True)
     (staging / "data").mkdir()
@@ -292,9 +296,14 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             families=families,
             outcomes=OUTCOMES,
             legend=LEGEND,
-            summary=_summary(sdk_frame, columns),
+            summary=[{**entry, "bar": overview_view.bar(entry["counts"])} for entry in _summary(sdk_frame, columns)],
             total=len(sdk_frame),
             boundaries=_boundaries(run, columns),
+            chart=overview_view.boundary_chart(boundary.load(run), boundary.KINDS),
+            overview=overview_view.overview(rows, columns),
+            errors=errors,
+            bar_width=overview_view.BAR_WIDTH,
+            letters=overview_view.LETTERS,
             kinds=boundary.KINDS,
             frameworks=len(framework_columns),
             recorded=[(recorded_view.href(f), f) for f in recorded],
