@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 
+
+@pytest.mark.slow
 def test_diff_reports_changed_and_missing_cells(checkout):
     scratch = checkout("raw-jsonrpc", "crash")
     common = ("--case", "ok", "--transport", "stdio", "--protocol", "2025-11-25")

@@ -16,6 +16,7 @@ from .conftest import Checkout
 SELECTION = ["--adapter", "raw-jsonrpc", "--case", "ok", "--case", "type-swap", "--case", "missing-content",
              "--transport", "stdio", "--jobs", "2"]  # fmt: skip
 SHARDS = 4
+pytestmark = pytest.mark.slow  # five real runs; CI runs the slow tests
 
 
 @pytest.fixture(scope="module")

@@ -247,9 +247,10 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("example", "transport"),
-    [("python-inventory", "http-sse"), pytest.param("ts-inventory", "http-json", marks=pytest.mark.slow)],
+    [("python-inventory", "http-sse"), ("ts-inventory", "http-json")],
     ids=["sse", "json"],
 )
 def test_live_mode_over_http_goes_through_the_recording_proxy_and_agrees_with_the_replay(

@@ -8,6 +8,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from harness import catalog
 from harness.process import kill_by_marker
 
@@ -22,6 +24,7 @@ def _wait_for_records(path, count: int, timeout_s: float = 120) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_kill_and_resume_records_every_cell_once(checkout):
     """The resumed run keeps the run's own selection, its protocol revision included."""
     scratch = checkout("raw-jsonrpc")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from harness import cells, manifest
 
 from .conftest import REPO
@@ -24,6 +26,7 @@ def test_shards_of_the_whole_matrix_partition_it():
     assert max(map(len, parts)) - min(map(len, parts)) <= 1, "even"
 
 
+@pytest.mark.slow
 def test_sharded_runs_record_disjoint_parts_of_the_selection(checkout):
     scratch = checkout("raw-jsonrpc")
     selection = ["--adapter", "raw-jsonrpc", "--case", "ok", "--case", "type-swap", "--transport", "stdio"]
