@@ -6,7 +6,9 @@ reached the model). A differing cell's *transition* names what changed: ``pass �
 outcome did, else the outcome and the other values that did (``pass (model_channel: text → both)``).
 Cells are grouped by column and transition, and every client whose version (or runtime's) differs
 between the runs is named with the transitions of its columns, so that "ts-sdk 1.32.1 → 1.33.0: 4
-cells pass → reject" reads at a glance.
+cells pass → reject" reads at a glance. An adapter that a run has at one version only is matched by
+its name without the version (:func:`aligned`), so a run of the pinned ``ts-sdk`` and a run of
+``--with ts-sdk@1.29.0`` compare cell for cell, as two runs before and after a pin was bumped do.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, cast
 
+import pandas as pd
+
 from . import diff
 from .classify import cells_frame
 from .store import RunStore
@@ -22,9 +26,10 @@ from .store import RunStore
 
 @dataclass(frozen=True)
 class Cell:
-    """One differing cell: its key and coordinates (for the links to both runs' evidence)."""
+    """One differing cell: its key in each run and its coordinates (for the links to the evidence)."""
 
-    key: str
+    key_a: str
+    key_b: str
     case: str
     schema: str
     transport: str
@@ -89,35 +94,59 @@ def _label(values: dict[str, Any]) -> str:
     return f"{after} ({'; '.join(others)})"
 
 
-def _versions(a: RunStore, b: RunStore) -> list[tuple[str, str, str | None, str | None]]:
-    """``(adapter, what, before, after)`` for every version that differs between the runs' clients."""
-    adapters_a, adapters_b = a.read_meta().get("adapters", {}), b.read_meta().get("adapters", {})
+def aligned(run: RunStore) -> pd.DataFrame:
+    """The run's classified cells indexed by their key, with the adapter named without its version
+    where the run has that adapter at one version only (``ts-sdk@1.29.0--call-only--...`` as
+    ``ts-sdk--call-only--...``); ``run_key`` keeps the key, ``base`` the adapter's name."""
+    frame = cells_frame(list(run.records()), run.read_meta())
+    base = frame["adapter"].map(lambda name: str(name).split("@")[0])
+    single = frame.groupby(base)["adapter"].transform("nunique") == 1
+    keys = [
+        base_name + str(key)[len(str(adapter)) :] if alone else str(key)
+        for key, adapter, base_name, alone in zip(frame["key"], frame["adapter"], base, single, strict=True)
+    ]
+    frame = frame.assign(run_key=frame["key"], base=base.where(single, frame["adapter"]))
+    return frame.set_index(pd.Index(keys, name="key"))
+
+
+def _versions(
+    a: pd.DataFrame, b: pd.DataFrame, meta_a: dict[str, Any], meta_b: dict[str, Any]
+) -> list[tuple[str, str, str | None, str | None]]:
+    """``(adapter, what, before, after)`` for every version that differs between the runs' clients
+    (an adapter matched by its name without the version, as the cells are)."""
+    names_a = dict(zip(a["base"], a["adapter"], strict=True))
+    names_b = dict(zip(b["base"], b["adapter"], strict=True))
     found = []
-    for name in sorted(set(adapters_a) & set(adapters_b)):
-        entry_a, entry_b = cast(dict[str, Any], adapters_a[name]), cast(dict[str, Any], adapters_b[name])
+    for base in sorted(set(names_a) & set(names_b)):
+        entry_a = cast(dict[str, Any], meta_a.get(str(names_a[base]), {}))
+        entry_b = cast(dict[str, Any], meta_b.get(str(names_b[base]), {}))
         for key, what in (("package_version", entry_b.get("package") or "package"), ("runtime_version", "runtime")):
             if entry_a.get(key) != entry_b.get(key):
-                found.append((name, str(what), entry_a.get(key), entry_b.get(key)))
+                found.append((str(base), str(what), entry_a.get(key), entry_b.get(key)))
     return found
 
 
 def between(a: RunStore, b: RunStore) -> Changes:
     """What changed from run ``a`` to run ``b``."""
-    found = diff.compare_runs(a, b)
-    frame = cells_frame(list(b.records()), b.read_meta()).set_index("key")
+    left, right = aligned(a), aligned(b)
+    found = diff.compare_frames(left, right)
     grouped: dict[tuple[str, str, str], list[Cell]] = {}
     for values in found.differing.to_dict("records"):
-        row = frame.loc[values["key"]]
-        cell = Cell(values["key"], str(row["case"]), str(row["schema"]), str(row["transport"]), str(row["protocol"]))
-        grouped.setdefault((str(row["client"]), str(row["adapter"]), _label(values)), []).append(cell)
+        row, before = right.loc[values["key"]], left.loc[values["key"]]
+        cell = Cell(
+            str(before["run_key"]), str(row["run_key"]), str(row["case"]), str(row["schema"]), str(row["transport"]),
+            str(row["protocol"]),
+        )  # fmt: skip
+        grouped.setdefault((str(row["client"]), str(row["base"]), _label(values)), []).append(cell)
     transitions = tuple(
         Transition(column, adapter, label, tuple(cells)) for (column, adapter, label), cells in sorted(grouped.items())
     )
     versions = []
-    for adapter, what, before, after in _versions(a, b):
+    meta_a, meta_b = dict(a.read_meta().get("adapters", {})), dict(b.read_meta().get("adapters", {}))
+    for adapter, what, before_version, after_version in _versions(left, right, meta_a, meta_b):
         counts: Counter[str] = Counter()
         for transition in transitions:
             if transition.adapter == adapter:
                 counts[transition.label] += len(transition.cells)
-        versions.append(VersionChange(adapter, what, before, after, tuple(counts.most_common())))
+        versions.append(VersionChange(adapter, what, before_version, after_version, tuple(counts.most_common())))
     return Changes(a.run_id, b.run_id, found.shared, transitions, tuple(versions), len(found.only_a), len(found.only_b))

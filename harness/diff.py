@@ -40,7 +40,11 @@ def _shown(frame: pd.DataFrame) -> pd.DataFrame:
 
 def compare_runs(a: RunStore, b: RunStore, columns: tuple[str, ...] = COMPARED) -> RunDiff:
     """Compare runs ``a`` and ``b`` on ``columns`` over the cells both recorded."""
-    left, right = _frame(a), _frame(b)
+    return compare_frames(_frame(a), _frame(b), columns)
+
+
+def compare_frames(left: pd.DataFrame, right: pd.DataFrame, columns: tuple[str, ...] = COMPARED) -> RunDiff:
+    """Compare two runs' classified cells (indexed by the key they are matched on) on ``columns``."""
     shared = left.index.intersection(right.index)
     left_values, right_values = (_shown(frame.loc[shared, list(columns)]) for frame in (left, right))
     unequal = (left_values != right_values).any(axis=1)

@@ -64,3 +64,19 @@ def test_bad_versions_are_one_line_and_nothing_is_written(tmp_path, args, needle
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], done.stderr
     assert not (scratch.root / "results" / "bad").exists()
+
+
+@pytest.mark.slow
+def test_a_run_of_an_older_release_then_the_pinned_one_publish_their_transitions(tmp_path):
+    scratch = Checkout(tmp_path / "checkout", ["ts-sdk"])
+    selection = ["--case", "ok", "--case", "text-12mib", "--transport", "stdio", "--protocol", "2025-11-25"]
+    scratch.harness("run", "--with", f"ts-sdk@{OLD}", *selection, "--run-id", "older", timeout=900)
+    scratch.harness("run", "--adapter", "ts-sdk", *selection, "--run-id", "pinned", timeout=900)
+    scratch.harness("publish", "--out", str(scratch.root / "site"))
+    index = json.loads((scratch.root / "site" / "index.json").read_text())
+    assert [run["run_id"] for run in index["runs"]] == ["pinned", "older"]
+    pinned = index["runs"][0]["clients"]["ts-sdk"]["version"]
+    page = (scratch.root / "site" / "changes" / "older..pinned.html").read_text()
+    assert f"ts-sdk @modelcontextprotocol/sdk {OLD} → {pinned}: 3 cells pass → disconnect" in page, "matched by name"
+    assert f'href="../runs/older/cells/ts-sdk@{OLD}--call-only--text-12mib--none--stdio--2025-11-25.html"' in page
+    assert 'href="../runs/pinned/cells/ts-sdk--call-only--text-12mib--none--stdio--2025-11-25.html"' in page
