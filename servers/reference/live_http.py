@@ -27,7 +27,6 @@ answers, its calls answered in the transport's framing. SIGTERM ends the proxy a
 from __future__ import annotations
 
 import argparse
-import hashlib
 import http.client
 import json
 import os
@@ -41,7 +40,7 @@ from urllib.parse import urlsplit
 from http_request import Posted, header_info, read_body
 from http_sessions import LockedJournal
 from journal import Journal
-from live_splice import Splice
+from live_splice import Splice, send_fields
 
 HOST = "127.0.0.1"
 PATH = "/mcp"
@@ -228,19 +227,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
         *, chunked: bool = False,
     ) -> None:  # fmt: skip
         """Journal one message's frame, then write it (its ``send`` line before the client can act)."""
-        fields: dict[str, Any] = {"added": note} if note else {}
         with self.server.journal.sending():
-            self.server.journal.write(
-                "send",
-                bytes=len(frame),
-                id=message.get("id") if isinstance(message, dict) else None,
-                sha256=hashlib.sha256(frame).hexdigest(),
-                write_ms=0.0,
-                error=None,
-                message=message,
-                http=self.http_info(status, content_type=content_type, session=self._session()),
-                **fields,
-            )
+            http = self.http_info(status, content_type=content_type, session=self._session())
+            self.server.journal.write("send", **send_fields(frame, message, note), http=http)
             self._write(frame, chunked)
 
     def _send_raw(self, frame: bytes, status: int, content_type: str, note: str, *, chunked: bool = False) -> None:

@@ -9,6 +9,7 @@ negotiated, for the revision each request was sent under (``protocol.request_rev
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any
 
@@ -62,3 +63,17 @@ class Splice:
             return None
         result["tools"] = [*result["tools"], tool_definitions("none")[1]]
         return f"added the follow-up tool {FOLLOWUP_TOOL!r}"
+
+
+def send_fields(frame: bytes, message: Any, note: str | None) -> dict[str, Any]:
+    """The fields of the ``send`` journal line of a frame a proxy passed to the client (``added``:
+    what it changed in it), as the reference server journals its own frames."""
+    fields: dict[str, Any] = {
+        "bytes": len(frame),
+        "id": message.get("id") if isinstance(message, dict) else None,
+        "sha256": hashlib.sha256(frame).hexdigest(),
+        "write_ms": 0.0,
+        "error": None,
+        "message": message,
+    }
+    return {**fields, "added": note} if note else fields

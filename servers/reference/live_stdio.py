@@ -16,7 +16,6 @@ pipe's own (``live_splice.py``).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import signal
@@ -26,7 +25,7 @@ import threading
 from typing import IO, Any
 
 from journal import Journal
-from live_splice import Splice
+from live_splice import Splice, send_fields
 from protocol import message_kind
 
 EXIT_WAIT_S = 5.0
@@ -87,17 +86,7 @@ class Pipe:
 
     def to_client(self, frame: bytes, message: Any, note: str | None) -> None:
         with self.lock:
-            fields: dict[str, Any] = {"added": note} if note else {}
-            self.journal.write(
-                "send",
-                bytes=len(frame),
-                id=message.get("id") if isinstance(message, dict) else None,
-                sha256=hashlib.sha256(frame).hexdigest(),
-                write_ms=0.0,
-                error=None,
-                message=message,
-                **fields,
-            )
+            self.journal.write("send", **send_fields(frame, message, note))
             self._write(frame)
 
     def _write(self, frame: bytes) -> None:
