@@ -14,6 +14,7 @@ its name without the version (:func:`aligned`), so a run of the pinned ``ts-sdk`
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -94,11 +95,10 @@ def _label(values: dict[str, Any]) -> str:
     return f"{after} ({'; '.join(others)})"
 
 
-def aligned(run: RunStore) -> pd.DataFrame:
-    """The run's classified cells indexed by their key, with the adapter named without its version
+def aligned(frame: pd.DataFrame) -> pd.DataFrame:
+    """A run's classified cells (``cells_frame``) indexed by their key, with the adapter named without its version
     where the run has that adapter at one version only (``ts-sdk@1.29.0--call-only--...`` as
     ``ts-sdk--call-only--...``); ``run_key`` keeps the key, ``base`` the adapter's name."""
-    frame = cells_frame(list(run.records()), run.read_meta())
     base = frame["adapter"].map(lambda name: str(name).split("@")[0])
     single = frame.groupby(base)["adapter"].transform("nunique") == 1
     keys = [
@@ -126,9 +126,12 @@ def _versions(
     return found
 
 
-def between(a: RunStore, b: RunStore) -> Changes:
-    """What changed from run ``a`` to run ``b``."""
-    left, right = aligned(a), aligned(b)
+def between(a: RunStore, b: RunStore, frames: Mapping[str, pd.DataFrame] | None = None) -> Changes:
+    """What changed from run ``a`` to run ``b`` (``frames``: their ``cells_frame`` by run id, when
+    the caller has them already)."""
+    left, right = (
+        aligned(frames[run.run_id] if frames else cells_frame(list(run.records()), run.read_meta())) for run in (a, b)
+    )
     found = diff.compare_frames(left, right)
     grouped: dict[tuple[str, str, str], list[Cell]] = {}
     for values in found.differing.to_dict("records"):

@@ -107,16 +107,29 @@ def uv_executable() -> str | None:
     return str(beside) if beside.is_file() else shutil.which("uv")
 
 
-def _python_commands(target: Path, requirements: Path) -> list[list[str]]:
-    """How to make the venv ``target`` and install ``requirements`` into it: uv, or venv and pip."""
+def _python_commands(target: Path, requirements: Path, exclude_newer: str | None = None) -> list[list[str]]:
+    """How to make the venv ``target`` and install ``requirements`` into it: uv, or venv and pip.
+    ``exclude_newer``: resolve as the index was then (a versioned adapter; uv only, pip cannot)."""
     uv = uv_executable()
     python = str(target / "bin" / "python")
     if uv is not None:
+        cutoff = ["--exclude-newer", exclude_newer] if exclude_newer else []
         return [
             [uv, "venv", "--quiet", "--python", sys.executable, str(target)],
             # --compile-bytecode: pip writes .pyc at install, uv does not; where PYTHONDONTWRITEBYTECODE
             # is set, every adapter process would otherwise compile its SDK from source again.
-            [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, "-r", str(requirements)],
+            [
+                uv,
+                "pip",
+                "install",
+                *cutoff,
+                "--quiet",
+                "--compile-bytecode",
+                "--python",
+                python,
+                "-r",
+                str(requirements),
+            ],
         ]
     return [
         [sys.executable, "-m", "venv", str(target)],
@@ -159,11 +172,10 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         shutil.rmtree(target)
     if adapter.runtime == "python":
         requirements = adapter.directory / "requirements.txt"
-        make_venv, install = _python_commands(target, requirements)
+        cutoff = versions.resolved_before(adapter) if versions.is_versioned(layout, adapter) else None
+        make_venv, install = _python_commands(target, requirements, cutoff)
         _run(adapter.name, make_venv, layout.root, log)
         if requirements.exists():
-            if versions.is_versioned(layout, adapter) and install[1:3] == ["pip", "install"]:  # uv (pip cannot)
-                install[3:3] = ["--exclude-newer", versions.resolved_before(adapter)]
             _run(adapter.name, install, adapter.directory, log)
         files = PYTHON_DEPS
     else:

@@ -138,13 +138,13 @@ def merge(results: Path, run_ids: Sequence[str], run_id: str) -> RunStore:
         raise UsageError(f"merge: {target.directory} exists; choose another --run-id")
     runs = [(run, run.read_meta()) for run in (open_run(results, rid) for rid in run_ids)]
     check(runs)
-    seen: dict[str, str] = {}
+    seen: dict[str, RunStore] = {}
     records = []
     for run, _ in sorted(runs, key=lambda r: r[1]["settings"]["shard"][0]):
         for record in run.records():
             if record["key"] in seen:
-                raise UsageError(f"merge: cell {record['key']} is in {seen[record['key']]} and in {run.run_id}")
-            seen[record["key"]] = run.run_id
+                raise UsageError(f"merge: cell {record['key']} is in {seen[record['key']].run_id} and in {run.run_id}")
+            seen[record["key"]] = run
             records.append(record)
     boundary = _boundary([run for run, _ in runs])
     staging = RunStore(results / f".{run_id}.merging")
@@ -152,11 +152,9 @@ def merge(results: Path, run_ids: Sequence[str], run_id: str) -> RunStore:
         shutil.rmtree(staging.directory)
     try:
         (staging.directory / "cells").mkdir(parents=True)
-        for run, _ in runs:
-            for record in run.records():
-                source = run.cell_dir(record["key"])
-                if source.is_dir():
-                    _link_tree(source, staging.cell_dir(record["key"]))
+        for key, run in seen.items():
+            if run.cell_dir(key).is_dir():
+                _link_tree(run.cell_dir(key), staging.cell_dir(key))
         if runs[0][0].case_files_dir.is_dir():
             shutil.copytree(runs[0][0].case_files_dir, staging.case_files_dir)
         if boundary is not None:

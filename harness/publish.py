@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from . import changes, report
 from .classify import OUTCOMES, cells_frame
 from .errors import UsageError
@@ -47,6 +49,8 @@ class PublishedRun:
 
     run: RunStore
     meta: RunMeta
+    frame: pd.DataFrame
+    """Its classified cells (``cells_frame``), read once for the index and the changes."""
     counts: dict[str, int]
     columns: dict[str, dict[str, int]]
     """Per column, its cells by outcome."""
@@ -107,7 +111,7 @@ def publishable(results: Path) -> list[PublishedRun]:
         for (column, outcome), count in by_column.items():
             columns.setdefault(str(column), {})[str(outcome)] = int(count)
         counts = Counter({str(k): int(v) for k, v in frame["outcome"].value_counts().items()})
-        published.append(PublishedRun(run, meta, {o: counts[o] for o in OUTCOMES if counts[o]}, columns))
+        published.append(PublishedRun(run, meta, frame, {o: counts[o] for o in OUTCOMES if counts[o]}, columns))
     return published
 
 
@@ -154,13 +158,14 @@ def _render(runs: list[PublishedRun], staging: Path, conformance: dict[str, Any]
     (staging / "assets").mkdir()
     shutil.copy(report.TEMPLATES / "style.css", staging / "assets" / "style.css")
     env = report.environment()
+    frames = {published.run_id: published.frame for published in runs}
     entries = []
     for position, published in enumerate(runs):
         report.render(published.run, staging / "runs" / published.run_id, conformance)
         predecessor = runs[position - 1] if position > 0 else None
         href = None
         if predecessor is not None:
-            found = changes.between(predecessor.run, published.run)
+            found = changes.between(predecessor.run, published.run, frames)
             if found.shared:
                 href = f"changes/{predecessor.run_id}..{published.run_id}.html"
                 page = env.get_template("changes.html.j2").render(changes=found, root="../")

@@ -199,10 +199,10 @@ def _summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list[dict[st
     ]
 
 
-def _boundaries(run: RunStore, columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per column that was probed: its boundary per payload kind."""
+def _boundaries(results: list[dict[str, Any]], columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per column that was probed (``results``: the run's ``boundary.json``): its boundary per payload kind."""
     found: dict[str, dict[str, Any]] = {}
-    for result in boundary.load(run):
+    for result in results:
         found.setdefault(result["column"], {})[result["kind"]] = result
     order = [c["client"] for c in columns] + sorted(set(found) - {c["client"] for c in columns})
     return [
@@ -287,6 +287,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
         shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
     families = [f for f in catalog.FAMILIES if f in set(sdk_frame["family"])]
     sweep = sweep_view.families(frame, meta)
+    boundary_results = boundary.load(run)
     (staging / "index.html").write_text(
         env.get_template("index.html.j2").render(
             meta=meta,
@@ -298,8 +299,8 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             legend=LEGEND,
             summary=[{**entry, "bar": overview_view.bar(entry["counts"])} for entry in _summary(sdk_frame, columns)],
             total=len(sdk_frame),
-            boundaries=_boundaries(run, columns),
-            chart=overview_view.boundary_chart(boundary.load(run), boundary.KINDS),
+            boundaries=_boundaries(boundary_results, columns),
+            chart=overview_view.boundary_chart(boundary_results, boundary.KINDS),
             overview=overview_view.overview(rows, columns),
             errors=errors,
             bar_width=overview_view.BAR_WIDTH,
