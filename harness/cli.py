@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import (
     __version__,
@@ -431,11 +431,16 @@ def cmd_probe(layout: Layout, args: argparse.Namespace) -> int:
     return _exit(outcome)
 
 
+def _conformance(layout: Layout) -> dict[str, Any] | None:
+    """The reference server's latest conformance result (``nox -s conformance``), which every page's header names."""
+    result = layout.conformance_result
+    return cast(dict[str, Any], json.loads(result.read_text())) if result.is_file() else None
+
+
 def cmd_report(layout: Layout, args: argparse.Namespace) -> int:
     run = store.open_run(layout.results, args.run)
     out = args.out or layout.reports
-    result = layout.conformance_result
-    conformance = json.loads(result.read_text()) if result.is_file() else None
+    conformance = _conformance(layout)
     try:
         count = report.render(run, out, conformance)
     except OSError as exc:
@@ -487,8 +492,7 @@ def cmd_catalog(layout: Layout, args: argparse.Namespace) -> int:
 
 def cmd_publish(layout: Layout, args: argparse.Namespace) -> int:
     out = args.out or layout.root / "site"
-    result = layout.conformance_result
-    conformance = json.loads(result.read_text()) if result.is_file() else None
+    conformance = _conformance(layout)
     try:
         published = publish.publish(layout.results, out, args.keep, conformance)
     except OSError as exc:
