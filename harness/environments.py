@@ -1,11 +1,12 @@
 """Client environments for the local backend: a venv per Python adapter, ``npm ci`` per Node one
-(on the adapter's pinned Node release, :mod:`harness.node_releases`).
+(on the adapter's pinned Node release, :mod:`harness.node_releases`), a build per Go, Rust or Java
+one (:mod:`harness.toolchains`).
 
-Environments are cached: a stamp file records a hash of the dependency files and the runtime
-version, and :func:`prepare` does nothing when the stamp still matches. Python environments are
-built with ``uv`` (pinned as a harness dependency, so every nox session has it) and with ``venv``
-and ``pip`` where ``uv`` is absent or ``MCPCM_INSTALLER=pip`` asks for them (the benchmark's
-baseline); both install the same exact pins of ``requirements.txt``.
+Environments are cached: a stamp file records a hash of the dependency files (a compiled adapter:
+all its files) and the runtime or toolchain version, and :func:`prepare` does nothing when the stamp
+still matches. Python environments are built with ``uv`` (pinned as a harness dependency, so every
+nox session has it) and with ``venv`` and ``pip`` where ``uv`` is absent or ``MCPCM_INSTALLER=pip``
+asks for them (the benchmark's baseline); both install the same exact pins of ``requirements.txt``.
 Building one adapter's environment touches nothing of another's, so they can be built at once.
 """
 
@@ -21,8 +22,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import IO
 
-from . import node_releases, versions
+from . import node_releases, process, toolchains, versions
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
@@ -45,6 +47,8 @@ def runtime_version(runtime: str) -> str:
     """The version of the host's runtime of this kind (asked once per process)."""
     if runtime == "python":
         return sys.version.split()[0]
+    if runtime in toolchains.COMPILED:
+        return toolchains.runtime_version(runtime) or f"no {runtime} toolchain"
     return subprocess.run([node_executable(), "--version"], capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -68,6 +72,9 @@ RECIPE = "2: byte-compiled at install"
 
 def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
     digest = hashlib.sha256(adapter_runtime_version(adapter).encode() + RECIPE.encode())
+    if adapter.runtime in toolchains.COMPILED:  # every source file, and every tool of the toolchain
+        digest.update(repr(sorted(toolchains.versions(adapter.runtime).items())).encode())
+        files = tuple(str(path.relative_to(adapter.directory)) for path in toolchains.sources(adapter.directory))
     for name in files:
         path = adapter.directory / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"<absent>"))
@@ -75,19 +82,46 @@ def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
 
 
 def env_dir(layout: Layout, adapter: Adapter) -> Path:
-    """Where the adapter's environment lives (a venv, or the adapter's ``node_modules``)."""
-    if adapter.runtime == "python":
+    """Where the adapter's environment lives (a venv or a build in ``.envs/<name>``, or the adapter's
+    ``node_modules``)."""
+    if adapter.runtime != "node":
         return layout.envs / adapter.name
     return adapter.directory / "node_modules"
 
 
-def _run(who: str, command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> None:
+def _run(
+    who: str,
+    command: list[str],
+    cwd: Path,
+    log: Path,
+    env: dict[str, str] | None = None,
+    timeout_s: float | None = None,
+) -> None:
+    """Run a build step, its output appended to ``log``; bounded by ``timeout_s`` when given."""
+    code: int | None
     with open(log, "ab") as out:
         out.write(f"$ {' '.join(command)}\n".encode())
         out.flush()
-        code = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        if timeout_s is None:
+            code = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        else:
+            code = _bounded(command, cwd, env, out, timeout_s)
+    if code is None:
+        raise PrepareError(f"{who}: `{' '.join(command)}` did not finish in {timeout_s:.0f} s (killed); see {log}")
     if code != 0:
         raise PrepareError(f"{who}: `{' '.join(command)}` exited {code}; see {log}")
+
+
+def _bounded(command: list[str], cwd: Path, env: dict[str, str] | None, out: IO[bytes], timeout_s: float) -> int | None:
+    """Run ``command`` in a process group of its own; kill the group after ``timeout_s`` (None then)."""
+    child = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        return child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        process.kill_group(child.pid)
+        child.wait()
 
 
 def npm_ci(who: str, directory: Path, log: Path, env: dict[str, str] | None = None) -> None:
@@ -156,20 +190,24 @@ def compile_shared(layout: Layout) -> None:
 def is_ready(layout: Layout, adapter: Adapter) -> bool:
     stamp = env_dir(layout, adapter) / STAMP
     files = PYTHON_DEPS if adapter.runtime == "python" else NODE_DEPS
+    if adapter.runtime in toolchains.COMPILED and not toolchains.artifact(adapter, env_dir(layout, adapter)).is_file():
+        return False
     return stamp.is_file() and stamp.read_text() == _fingerprint(adapter, files)
 
 
 def prepare(layout: Layout, adapter: Adapter) -> bool:
     """Build the adapter's environment unless the cached one matches; True when it was built."""
     compile_shared(layout)
+    if adapter.runtime in toolchains.COMPILED:
+        toolchains.require(adapter)
     if is_ready(layout, adapter):
         return False
     target = env_dir(layout, adapter)
     layout.envs.mkdir(parents=True, exist_ok=True)
     log = layout.envs / f"{adapter.name}.log"
     log.write_bytes(b"")
-    if target.exists():
-        shutil.rmtree(target)
+    if target.exists() and adapter.runtime not in toolchains.COMPILED:
+        shutil.rmtree(target)  # a compiled adapter's build directory is the compiler's cache: kept
     if adapter.runtime == "python":
         requirements = adapter.directory / "requirements.txt"
         cutoff = versions.resolved_before(adapter) if versions.is_versioned(layout, adapter) else None
@@ -178,6 +216,9 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         if requirements.exists():
             _run(adapter.name, install, adapter.directory, log)
         files = PYTHON_DEPS
+    elif adapter.runtime in toolchains.COMPILED:
+        _build(layout, adapter, target, log)
+        files = ()
     else:
         lock = adapter.directory / "package-lock.json"
         env = process_env(layout, adapter)  # npm runs on the adapter's node, as do install scripts
@@ -189,6 +230,18 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         files = NODE_DEPS
     (target / STAMP).write_text(_fingerprint(adapter, files))
     return True
+
+
+def _build(layout: Layout, adapter: Adapter, target: Path, log: Path) -> None:
+    """Compile a Go, Rust or Java adapter into ``target`` (:mod:`harness.toolchains`)."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / STAMP).unlink(missing_ok=True)
+    built = toolchains.artifact(adapter, target)
+    built.unlink(missing_ok=True)  # a failed build leaves nothing that looks built
+    command, extra = toolchains.build_command(adapter, target)
+    _run(adapter.name, command, adapter.directory, log, {**process_env(layout), **extra}, toolchains.BUILD_TIMEOUT_S)
+    if not built.is_file():
+        raise PrepareError(f"{adapter.name}: the build left no {built.relative_to(target)}; see {log}")
 
 
 def npm_lock(who: str, directory: Path, log: Path, env: dict[str, str], *, before: str) -> None:
@@ -203,6 +256,8 @@ def npm_lock(who: str, directory: Path, log: Path, env: dict[str, str], *, befor
 
 def command(layout: Layout, adapter: Adapter, cell_file: Path, observation: Path) -> list[str]:
     """The command line that runs the adapter on one cell."""
+    if adapter.runtime in toolchains.COMPILED:
+        return [*toolchains.run_command(adapter, env_dir(layout, adapter)), str(cell_file), str(observation)]
     if adapter.runtime == "python":
         interpreter = str(env_dir(layout, adapter) / "bin" / "python")
     else:
@@ -233,6 +288,8 @@ def installed_version(layout: Layout, adapter: Adapter) -> str | None:
     """The installed version of the adapter's package, read from its environment."""
     if not adapter.package:
         return None
+    if adapter.runtime in toolchains.COMPILED:
+        return toolchains.installed_version(adapter, env_dir(layout, adapter))
     if adapter.runtime == "python":
         python = env_dir(layout, adapter) / "bin" / "python"
         code = f"import importlib.metadata as m; print(m.version({adapter.package!r}))"

@@ -3,7 +3,9 @@
 An adapter's image is built from ``clients/<name>/Dockerfile`` when the adapter has one, otherwise
 from the template of its runtime (``harness/dockerfiles/<runtime>.Dockerfile``). The build context
 is assembled here (the adapter directory without ``node_modules``, ``clients/_support``, the extra
-CA bundle and, for Node, the pinned Node and npm tarballs from the npm registry).
+CA bundle and, for Node, the pinned Node and npm tarballs from the npm registry). A Go, Rust or Java
+adapter is built on the host first (:mod:`harness.toolchains`; the host is the Debian release of the
+base image, so its binaries run there) and its image gets what the build left, under ``env/``.
 
 Images are tagged ``mcpcm/<adapter>:<hash>``, the hash covering everything that goes into the
 image: the adapter directory, ``_support``, the Dockerfile, the Node and npm releases and the base
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import environments, toolchains
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
@@ -54,7 +57,7 @@ def client() -> Any:
     return client
 
 
-SUPPORT_SUFFIXES = {"python": (".py",), "node": (".mjs", ".js", ".cjs")}
+SUPPORT_SUFFIXES = {"python": (".py",), "node": (".mjs", ".js", ".cjs"), "go": (), "rust": (), "java": ()}
 """The files of ``clients/_support`` an image of each runtime gets (and whose changes rebuild it)."""
 
 
@@ -70,10 +73,26 @@ def _files(directory: Path, suffixes: tuple[str, ...] | None = None) -> Iterator
 
 def _sources(layout: Layout, adapter: Adapter) -> Iterator[tuple[str, Path]]:
     """(path in the build context, file) for the adapter directory and its runtime's support files."""
+    if adapter.runtime in toolchains.COMPILED:
+        for path in toolchains.sources(adapter.directory):
+            yield f"adapter/{path.relative_to(adapter.directory)}", path
+        yield from _built(layout, adapter)
+        return
     for path in _files(adapter.directory):
         yield f"adapter/{path.relative_to(adapter.directory)}", path
     for path in _files(layout.support, SUPPORT_SUFFIXES[adapter.runtime]):
         yield f"_support/{path.relative_to(layout.support)}", path
+
+
+def _built(layout: Layout, adapter: Adapter) -> Iterator[tuple[str, Path]]:
+    """A compiled adapter's build on the host, as ``env/...`` (the binary, or the jar and its ``lib/``)."""
+    home = environments.env_dir(layout, adapter)
+    built = toolchains.artifact(adapter, home)
+    if not built.is_file():
+        raise PrepareError(f"{adapter.name}: not built on the host; run `nox -s prepare -- --adapter {adapter.name}`")
+    files = [built, *sorted((built.parent / "lib").glob("*.jar"))] if adapter.runtime == "java" else [built]
+    for path in files:
+        yield f"env/{path.relative_to(home)}", path
 
 
 def dockerfile(adapter: Adapter) -> Path:
@@ -169,6 +188,8 @@ def build(
     """Build the adapter's image unless its tag exists; returns the image and whether it was built."""
     if ca_bundle is not None and not ca_bundle.is_file():
         raise PrepareError(f"--ca-bundle {ca_bundle}: no such file")
+    if adapter.runtime in toolchains.COMPILED:
+        environments.prepare(layout, adapter)  # the image gets the host's build
     docker_client = client()
     source = source_hash(layout, adapter)
     base_id = _base_id(docker_client, base_image)
@@ -240,12 +261,35 @@ def bootstrap_base(
     return str(docker_client.images.get(tag).id)
 
 
+def _image_java(docker_client: Any, image: Image) -> str | None:
+    """The version of the JVM in a Java adapter's image."""
+    command = ["sh", "-c", "java -XshowSettings:properties -version 2>&1"]
+    output = str(
+        docker_client.containers.run(
+            image.id, command, remove=True, network_mode="none", labels={f"{LABEL}.role": "versions"}
+        ).decode()
+    )
+    for line in output.splitlines():
+        if line.strip().startswith("java.version ="):
+            return line.partition("=")[2].strip()
+    return None
+
+
 def versions(layout: Layout, docker_client: Any, image: Image, adapter: Adapter) -> dict[str, Any]:
     """The runtime and package versions installed in the image: read by running it once, then kept
     in ``.envs/docker/versions/<image id>.json`` (an image never changes)."""
     cached = layout.envs / "docker" / "versions" / f"{image.id.split(':')[-1]}.json"
     if cached.is_file():
         return dict(json.loads(cached.read_text()))
+    if adapter.runtime in toolchains.COMPILED:
+        found = {
+            "runtime_version": _image_java(docker_client, image) if adapter.runtime == "java" else None,
+            "package_version": toolchains.installed_version(adapter, environments.env_dir(layout, adapter)),
+        }
+        found["runtime_version"] = found["runtime_version"] or toolchains.runtime_version(adapter.runtime)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(found))
+        return found
     if adapter.runtime == "python":
         code = (
             "import importlib.metadata as m, json, platform; p = "

@@ -18,7 +18,8 @@ from .catalog import FAMILIES, LEGACY_PROTOCOL, PROTOCOLS
 
 Option = str | int | float | bool
 
-RUNTIMES = ("python", "node")
+RUNTIMES = ("python", "node", "go", "rust", "java")
+"""``go``, ``rust`` and ``java`` adapters are compiled at prepare (:mod:`harness.toolchains`)."""
 TRANSPORTS = ("stdio", "http-json", "http-sse")
 KINDS = ("sdk", "framework")
 KNOWN_KEYS = {

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from . import __version__, environments
+from . import __version__, environments, toolchains
 from .backends import Backend, PrepareError
 from .manifest import Adapter
 from .records import AdapterMeta, RunMeta, RunSettings
@@ -66,6 +66,7 @@ def collect(backend: Backend, adapters: list[Adapter], run_id: str, settings: Ru
         "machine": {"cpus": cpu_count(), "arch": platform.machine()},
         "python": platform.python_version(),
         "node": node,
+        "toolchains": toolchains.host_toolchains(),
         "settings": settings,
         "adapters": {
             adapter.name: adapter_meta(adapter, described["adapters"].get(adapter.name, {})) for adapter in adapters

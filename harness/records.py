@@ -196,6 +196,9 @@ class RunMeta(TypedDict, total=False):
     machine: dict[str, Any]
     python: str
     node: str | None
+    toolchains: dict[str, str]
+    """The compiled adapters' build tools found on the host and their versions (``go``, ``rustc``,
+    ``cargo``, ``java``, ``mvn``; :mod:`harness.toolchains`)."""
     settings: RunSettings
     adapters: dict[str, AdapterMeta]
     prepare_failures: dict[str, str]

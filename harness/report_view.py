@@ -62,6 +62,20 @@ def node_releases(meta: Mapping[str, Any]) -> list[str]:
     )
 
 
+TOOLCHAIN_NAMES = {"go": "Go", "rustc": "rustc", "cargo": "Cargo", "java": "Java", "mvn": "Maven"}
+"""How the report names the tools of :data:`harness.records.RunMeta` ``toolchains``."""
+
+
+def toolchains(meta: Mapping[str, Any]) -> list[str]:
+    """The compiled adapters' toolchains the run built with (``Go 1.26.8``), for the header; only
+    those of runtimes the run had an adapter of."""
+    runtimes = {info.get("runtime") for info in (meta.get("adapters") or {}).values()}
+    used = {"go": "go" in runtimes, "rustc": "rust" in runtimes, "cargo": "rust" in runtimes}
+    used |= {"java": "java" in runtimes, "mvn": "java" in runtimes}
+    found = meta.get("toolchains") or {}
+    return [f"{TOOLCHAIN_NAMES[tool]} {found[tool]}" for tool in TOOLCHAIN_NAMES if used[tool] and tool in found]
+
+
 def plain_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """The rows of ``frame`` as dicts of plain Python values; a missing value (NaN, NA) is ``None``."""
     records: list[dict[str, Any]] = frame.astype(object).where(frame.notna(), None).to_dict("records")

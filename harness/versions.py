@@ -156,6 +156,11 @@ def derive(layout: Layout, base: manifest.Adapter, version: str, env: dict[str, 
         raise UsageError(f"{pin.name}: the adapter {base.name} is broken: {base.broken}")
     if not base.package:
         raise UsageError(f"{pin.name}: {base.name} installs no package to pin (adapter.toml has no 'package')")
+    if base.runtime not in ("python", "node"):
+        raise UsageError(
+            f"{pin.name}: {base.name} is a {base.runtime} adapter; versions as data cover Python and Node "
+            "adapters (pin another release in its lockfile instead)"
+        )
     home = root(layout) / pin.name
     target = home / base.name
     target.mkdir(parents=True, exist_ok=True)

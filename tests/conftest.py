@@ -40,14 +40,17 @@ class Checkout:
         """The command line ``python -m harness --root <checkout> ARGS`` (for tests that start it themselves)."""
         return [sys.executable, "-m", "harness", "--root", str(self.root), *args]
 
-    def harness(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run ``python -m harness --root <checkout> ARGS``."""
+    def harness(
+        self, *args: str, timeout: float = 600, check: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``python -m harness --root <checkout> ARGS`` (``env``: its whole environment, default ours)."""
         done = subprocess.run(
             self.argv(*args),
             cwd=REPO,
             capture_output=True,
             text=True,
             timeout=timeout,
+            env=env,
         )
         if check and done.returncode != 0:
             raise AssertionError(f"harness {' '.join(args)} exited {done.returncode}:\n{done.stderr[-4000:]}")
@@ -56,6 +59,11 @@ class Checkout:
     def records(self, run_id: str) -> list[dict[str, Any]]:
         path = self.root / "results" / run_id / "cells.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()]
+
+    def meta(self, run_id: str) -> dict[str, Any]:
+        """The run's ``meta.json``."""
+        meta: dict[str, Any] = json.loads((self.root / "results" / run_id / "meta.json").read_text())
+        return meta
 
     def rows(
         self, run_id: str, transport: str = "stdio", protocol: str = "2025-11-25"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
+from xml.etree import ElementTree
 
 import pytest
 
@@ -27,10 +29,29 @@ def _adapter(name: str) -> manifest.Adapter:
 
 
 def pinned_version(name: str) -> str:
+    """The version of the adapter's package its dependency files pin (read here independently of the
+    harness, which reads the installed one)."""
     adapter = _adapter(name)
+    directory = REPO / "clients" / name
     if adapter.runtime == "python":
-        text = (REPO / "clients" / name / "requirements.txt").read_text()
+        text = (directory / "requirements.txt").read_text()
         return re.search(rf"^{re.escape(adapter.package)}==(\S+)$", text, re.MULTILINE).group(1)
+    if adapter.runtime == "go":
+        text = (directory / "go.mod").read_text()
+        return re.search(rf"^\s*(?:require\s+)?{re.escape(adapter.package)} v(\S+)", text, re.MULTILINE).group(1)
+    if adapter.runtime == "rust":
+        dependency = tomllib.loads((directory / "Cargo.toml").read_text())["dependencies"][adapter.package]
+        return str(dependency["version"] if isinstance(dependency, dict) else dependency).lstrip("=")
+    if adapter.runtime == "java":
+        group, _, artifact = adapter.package.partition(":")
+        pom = ElementTree.parse(directory / "pom.xml").getroot()
+        ns = {"m": pom.tag.partition("}")[0].lstrip("{")}
+        for dependency in pom.iterfind(".//m:dependencies/m:dependency", ns):
+            if dependency.findtext("m:groupId", namespaces=ns) == group and (
+                dependency.findtext("m:artifactId", namespaces=ns) == artifact
+            ):
+                return dependency.findtext("m:version", namespaces=ns)
+        raise AssertionError(f"{name}: pom.xml has no dependency {adapter.package}")
     return json.loads((REPO / "clients" / name / "package.json").read_text())["dependencies"][adapter.package]
 
 

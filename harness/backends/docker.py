@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .. import images
+from .. import images, toolchains
 from ..cells import Cell
 from ..layout import CELL_FILE, RAW_OBSERVATION_FILE, CellFiles, Layout
 from ..manifest import Adapter
@@ -42,6 +42,8 @@ from .reference import READY_S, parse_url_line
 SERVER_DIR = Path("/mcpcm/servers/reference")
 CELL_DIR = Path("/mcpcm/cell")
 CONTAINER_PYTHON = "/usr/bin/python3"
+IMAGE_ENV = Path("/mcpcm/env")
+"""Where an image holds the adapter's environment: a Python venv, or a compiled adapter's build."""
 """The interpreter that runs the reference server in every image (Debian's python3)."""
 STOP_GRACE_S = 2
 
@@ -74,8 +76,12 @@ def orphaned(containers: list[Any], host: str) -> list[Any]:
     ]
 
 
-def _interpreter(adapter: Adapter) -> str:
-    return "/mcpcm/env/bin/python" if adapter.runtime == "python" else "/usr/local/bin/node"
+def _start_of(adapter: Adapter) -> list[str]:
+    """A cell's command line in the adapter's image, up to the cell file."""
+    if adapter.runtime in toolchains.COMPILED:
+        return toolchains.run_command(adapter, IMAGE_ENV)
+    interpreter = "/mcpcm/env/bin/python" if adapter.runtime == "python" else "/usr/local/bin/node"
+    return [interpreter, f"/mcpcm/clients/{adapter.name}/{adapter.entry}"]
 
 
 class DockerBackend:
@@ -199,12 +205,7 @@ class DockerBackend:
                 json.dumps(cell.to_file(SERVER_DIR, CELL_DIR, url, python=CONTAINER_PYTHON), indent=2)
             )
             home = f"/mcpcm/clients/{cell.adapter.name}"
-            command = [
-                _interpreter(cell.adapter),
-                f"{home}/{cell.adapter.entry}",
-                str(CELL_DIR / CELL_FILE),
-                str(CELL_DIR / RAW_OBSERVATION_FILE),
-            ]
+            command = [*_start_of(cell.adapter), str(CELL_DIR / CELL_FILE), str(CELL_DIR / RAW_OBSERVATION_FILE)]
             started = time.monotonic()
             adapter = self._start(
                 image,

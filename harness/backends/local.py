@@ -1,7 +1,8 @@
 """The local backend: adapters run as host processes, in their own process groups.
 
 Python adapters run on their venv (``.envs/<name>``), Node adapters on their pinned Node release
-with their ``node_modules`` (:mod:`harness.environments`); HTTP cells get a reference server on
+with their ``node_modules``, Go, Rust and Java adapters as what their build left in ``.envs/<name>``
+(:mod:`harness.environments`, :mod:`harness.toolchains`); HTTP cells get a reference server on
 127.0.0.1 started by the harness.
 
 Isolation ``worker`` (the default) starts cells warm: a Python adapter's cells are forked children
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .. import environments, process, snapshots, workers
+from .. import environments, process, snapshots, toolchains, workers
 from ..cells import Cell
 from ..layout import CellFiles, Layout
 from ..manifest import Adapter
@@ -43,6 +44,8 @@ class LocalBackend:
         None when they can."""
         if self.isolation != "worker":
             return "--isolation process"
+        if adapter.runtime in toolchains.COMPILED:
+            return f"a compiled {adapter.runtime} adapter starts as a process of its own"
         if adapter.runtime == "node":
             snapshot = self._snapshots.get(adapter.name)
             if snapshot is None:
