@@ -30,7 +30,8 @@ SHORT_MESSAGE = 160
 TIMEOUT_CODES = {-32001, 408}
 TIMEOUT_SDK_CODES = {"REQUEST_TIMEOUT"}
 UNHANDLED_SOURCES = {"uncaughtException", "unhandledRejection"}
-TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
+TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout|deadline exceeded", re.IGNORECASE)
+"""A client's own timeout in its error's type or message; Go's is its context's ``deadline exceeded``."""
 ADAPTER_DEADLINE = "AdapterTimeout"
 """Error type adapters record when their own deadline (inside the cell budget) ended a step."""
 

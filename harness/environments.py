@@ -72,8 +72,11 @@ RECIPE = "2: byte-compiled at install"
 
 def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
     digest = hashlib.sha256(adapter_runtime_version(adapter).encode() + RECIPE.encode())
-    if adapter.runtime in toolchains.COMPILED:  # every source file, and every tool of the toolchain
+    if adapter.runtime in toolchains.COMPILED:  # every source file, its shared support, the toolchain
         digest.update(repr(sorted(toolchains.versions(adapter.runtime).items())).encode())
+        support = toolchains.support_directory(adapter)
+        for path in toolchains.sources(support) if support.is_dir() else ():
+            digest.update(f"_support/{path.relative_to(support)}".encode() + b"\0" + path.read_bytes())
         files = tuple(str(path.relative_to(adapter.directory)) for path in toolchains.sources(adapter.directory))
     for name in files:
         path = adapter.directory / name

@@ -119,6 +119,12 @@ def host_toolchains() -> dict[str, str]:
     return {name: version for runtime in COMPILED for name, version in versions(runtime).items()}
 
 
+def support_directory(adapter: Adapter) -> Path:
+    """The support code the adapters of one compiled runtime share (``clients/_support/go``: a Go
+    module that their ``go.mod`` replaces a module path with); part of every such adapter's build."""
+    return adapter.directory.parent / "_support" / adapter.runtime
+
+
 def sources(directory: Path) -> Iterator[Path]:
     """The adapter's own files, build products left out, in a stable order."""
     for path in sorted(directory.rglob("*")):

@@ -153,6 +153,9 @@ def test_crash_initialize_and_harness_error():
         ({"type": "McpError", "code": -32001, "message": "Request timed out"}, True),
         ({"type": "McpError", "code": 408, "message": "Timed out while waiting for response"}, True),
         ({"type": "McpError", "code": -32602, "message": "Invalid params"}, False),
+        # Go: a request bounded by its context (the Go SDKs' own request timeout), and a cancelled one
+        ({"type": "context.deadlineExceededError", "code": None, "message": "context deadline exceeded"}, True),
+        ({"type": "*errors.errorString", "code": None, "message": "context canceled"}, False),
         (None, False),
     ],
 )
