@@ -68,7 +68,7 @@ TOOLCHAINS: dict[str, Toolchain] = {
         "a JDK >= 17 and Maven 3 (`java` and `mvn`; the artifacts come from Maven Central)",
         (
             ("java", ("java", "-XshowSettings:properties", "-version"), r"java\.version = (\S+)"),
-            ("mvn", ("mvn", "--version"), r"Apache Maven (\S+)"),
+            ("mvn", ("mvn", "--version"), r"Apache Maven ([0-9][0-9A-Za-z.\-]*)"),
         ),
     ),
 }
@@ -157,11 +157,16 @@ def artifact(adapter: Adapter, env_dir: Path) -> Path:
     }[adapter.runtime]
 
 
-def run_command(adapter: Adapter, env_dir: Path) -> list[str]:
-    """The start of a cell's command line (the cell file and the observation path follow)."""
+def run_command(
+    adapter: Adapter, env_dir: Path, *, archive: Path | None = None, archive_at_exit: Path | None = None
+) -> list[str]:
+    """The start of a cell's command line (the cell file and the observation path follow). A Java
+    adapter's JVM maps the class-data ``archive``, or writes one at exit (:mod:`harness.class_archive`)."""
     built = artifact(adapter, env_dir)
     if adapter.runtime == "java":
-        return ["java", *JAVA_OPTIONS, "-jar", str(built)]
+        sharing = [f"-XX:SharedArchiveFile={archive}"] if archive else []
+        sharing += [f"-XX:ArchiveClassesAtExit={archive_at_exit}"] if archive_at_exit else []
+        return ["java", *JAVA_OPTIONS, *sharing, "-jar", str(built)]
     return [str(built)]
 
 

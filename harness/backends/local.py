@@ -8,8 +8,10 @@ with their ``node_modules``, Go, Rust and Java adapters as what their build left
 Isolation ``worker`` (the default) starts cells warm: a Python adapter's cells are forked children
 of its warm worker (:mod:`harness.workers`) unless its manifest says ``fork_safe = false`` or its
 worker refused to start; a Node adapter's cells are fresh processes started from its startup
-snapshot (:mod:`harness.snapshots`) unless the snapshot was refused. Everything else, and every
-cell under ``process``, is a fresh process started from the adapter's entry.
+snapshot (:mod:`harness.snapshots`) unless the snapshot was refused; a Java adapter's cells are
+fresh JVMs that map its class-data archive (:mod:`harness.class_archive`) unless that was refused.
+Everything else (a Go or Rust binary starts in milliseconds), and every cell under ``process``, is
+a fresh process started from the adapter's entry.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .. import environments, process, snapshots, toolchains, workers
+from .. import class_archive, environments, process, snapshots, toolchains, workers
 from ..cells import Cell
 from ..layout import CellFiles, Layout
 from ..manifest import Adapter
@@ -38,14 +40,20 @@ class LocalBackend:
         self.isolation = isolation
         self._workers = workers.WorkerPool()
         self._snapshots: dict[str, snapshots.Snapshot] = {}
+        self._archives: dict[str, class_archive.ClassArchive] = {}
 
     def _why_cold(self, adapter: Adapter) -> str | None:
         """Why the adapter's cells cannot start warm (forked from a worker, or from a snapshot), or
         None when they can."""
         if self.isolation != "worker":
             return "--isolation process"
+        if adapter.runtime == "java":
+            archive = self._archives.get(adapter.name)
+            if archive is None:
+                return "no class archive: not prepared"
+            return f"class archive refused: {archive.refused}" if archive.refused else None
         if adapter.runtime in toolchains.COMPILED:
-            return f"a compiled {adapter.runtime} adapter starts as a process of its own"
+            return f"a native {adapter.runtime} binary starts as a process of its own"
         if adapter.runtime == "node":
             snapshot = self._snapshots.get(adapter.name)
             if snapshot is None:
@@ -66,11 +74,12 @@ class LocalBackend:
         return self._workers.get(adapter.name, command, cwd=adapter.directory, env=env, log=log)
 
     def isolation_of(self, adapter: Adapter) -> str:
-        """How the adapter's cells run: ``worker`` (Python), ``snapshot`` (Node), or ``process (why)``."""
+        """How the adapter's cells run: ``worker`` (Python), ``snapshot`` (Node), ``class-archive``
+        (Java), or ``process (why)``."""
         why = self._why_cold(adapter)
         if why is not None:
             return f"process ({why})"
-        return "worker" if adapter.runtime == "python" else "snapshot"
+        return {"python": "worker", "node": "snapshot", "java": "class-archive"}[adapter.runtime]
 
     def prepare(self, adapter: Adapter) -> bool:
         """The adapter's environment and, for a Node adapter under ``worker`` isolation, its snapshot."""
@@ -79,17 +88,23 @@ class LocalBackend:
             snapshot, made = snapshots.ensure(self.layout, adapter)
             self._snapshots[adapter.name] = snapshot
             built = built or made
+        if adapter.runtime == "java" and self.isolation == "worker":
+            archive, made = class_archive.ensure(self.layout, adapter)
+            self._archives[adapter.name] = archive
+            built = built or made
         return built
 
     def _command(self, adapter: Adapter, files: CellFiles) -> list[str]:
-        """The cell's command line: from the adapter's snapshot where it starts warm, else its entry."""
-        blob = (
-            self._snapshots[adapter.name].blob
-            if adapter.runtime == "node" and self._why_cold(adapter) is None
-            else None
-        )
+        """The cell's command line: from the adapter's snapshot or class archive where it starts warm,
+        else its entry."""
+        warm = self._why_cold(adapter) is None
+        blob = self._snapshots[adapter.name].blob if adapter.runtime == "node" and warm else None
         if blob is not None:
             start = snapshots.command(environments.node_for(self.layout, adapter), blob, adapter.entry_path)
+            return [*start, str(files.cell), str(files.raw_observation)]
+        archive = self._archives[adapter.name].path if adapter.runtime == "java" and warm else None
+        if archive is not None:
+            start = toolchains.run_command(adapter, environments.env_dir(self.layout, adapter), archive=archive)
             return [*start, str(files.cell), str(files.raw_observation)]
         return environments.command(self.layout, adapter, files.cell, files.raw_observation)
 

@@ -1,0 +1,107 @@
+"""Class-data archives: the warm start of a Java adapter, whose cells each stay one fresh JVM.
+
+A JVM cannot fork after start-up and has no heap snapshot in the JDK the project builds with
+(OpenJDK 17), so a Java adapter's cells are fresh processes. Most of such a process's CPU time is
+loading, verifying and linking the classes of the client and its dependencies (Reactor, Jackson)
+again. Application class-data sharing (AppCDS, JEP 350) keeps the parsed classes in an archive that
+each JVM maps instead: at prepare, one training cell (the control case ``ok`` on stdio, against the
+reference server, like any cell; nothing of it is recorded) runs with
+``-XX:ArchiveClassesAtExit=adapter.jsa``, and every cell then starts with
+``-XX:SharedArchiveFile=adapter.jsa``. The archive holds class metadata only, no heap and no state
+of the training run: a cell runs the same code, only its classes load faster (measured in
+docs/benchmarks.md, and held to one process per cell without an archive by the isolation parity).
+
+An archive is refused, and the cells start without one, when the training run fails or overruns
+its bound, or leaves no archive; the reason is kept and shown in the run's metadata. The JVM checks
+an archive against its class path and its own build at every start and ignores one that does not
+match (``-Xshare:auto``), so a stale archive costs speed, never correctness; it is built again when
+the jar, a dependency, the JVM or the options change.
+
+Files, in the adapter's environment (``.envs/<name>/class-archive/``): ``adapter.jsa``,
+``state.json`` (the key, the refusal) and the training cell's directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import catalog, cells, environments, process, toolchains
+from .layout import CellFiles, Layout
+from .manifest import Adapter
+
+RECIPE = "1"
+"""Part of every archive's key: changing how archives are built rebuilds them."""
+TRAINING_TIMEOUT_S = 120.0
+"""The training cell's bound (a control case: a few seconds)."""
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    """A Java adapter's class-data archive: ``path`` to start its cells with, or why there is none."""
+
+    path: Path | None
+    refused: str | None
+
+
+def directory(layout: Layout, adapter: Adapter) -> Path:
+    return environments.env_dir(layout, adapter) / "class-archive"
+
+
+def _key(layout: Layout, adapter: Adapter) -> str:
+    built = toolchains.artifact(adapter, environments.env_dir(layout, adapter))
+    digest = hashlib.sha256(f"{RECIPE}\0{toolchains.JAVA_OPTIONS}\0{toolchains.versions('java')}\0".encode())
+    for path in [built, *sorted((built.parent / "lib").glob("*.jar"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def ensure(layout: Layout, adapter: Adapter) -> tuple[ClassArchive, bool]:
+    """The adapter's archive, trained first when it is missing or stale; and whether it was built."""
+    home = directory(layout, adapter)
+    archive = home / "adapter.jsa"
+    key = _key(layout, adapter)
+    try:
+        state = json.loads((home / "state.json").read_text())
+    except (OSError, ValueError):
+        state = {}
+    if state.get("key") == key and (state.get("refused") or archive.is_file()):
+        return ClassArchive(None if state["refused"] else archive, state["refused"]), False
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    refused = _train(layout, adapter, home, archive)
+    (home / "state.json").write_text(json.dumps({"key": key, "refused": refused}, indent=2) + "\n")
+    return ClassArchive(None if refused else archive, refused), True
+
+
+def _train(layout: Layout, adapter: Adapter, home: Path, archive: Path) -> str | None:
+    """Run the training cell with the archive written at its exit; why there is no archive, or None."""
+    selection = cells.Selection(cases=("ok",), transports=("stdio",), protocols=(catalog.LEGACY_PROTOCOL,))
+    chosen = cells.build([adapter], selection)
+    if not chosen:
+        return "no stdio cell of the control case to train on"
+    cell = chosen[0]
+    files = CellFiles(home / "training")
+    files.directory.mkdir()
+    files.cell.write_text(json.dumps(cell.to_file(layout.server, files.directory, python=sys.executable), indent=2))
+    start = toolchains.run_command(adapter, environments.env_dir(layout, adapter), archive_at_exit=archive)
+    finished = process.run_bounded(
+        [*start, str(files.cell), str(files.raw_observation)],
+        cwd=adapter.directory,
+        env=environments.process_env(layout, adapter),
+        timeout_s=TRAINING_TIMEOUT_S,
+        stdout=files.stdout,
+        stderr=files.stderr,
+        marker=str(files.directory),
+    )
+    if finished.timed_out:
+        return f"the training cell did not finish in {TRAINING_TIMEOUT_S:.0f} s"
+    if finished.exit_code != 0:
+        return f"the training cell exited {finished.exit_code} (see {files.stderr})"
+    if not archive.is_file():
+        return f"the JVM wrote no archive (see {files.stdout})"
+    return None

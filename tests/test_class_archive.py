@@ -1,0 +1,36 @@
+"""Java adapters start from a class-data archive (``harness/class_archive.py``): trained once at
+prepare on the control case, each cell a fresh JVM that maps it; the same cells as one JVM per cell
+without it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from harness.records import RunMeta
+
+from .conftest import REPO
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("java") is None or shutil.which("mvn") is None, reason="no JDK and Maven"),
+]
+
+
+def test_a_java_column_from_its_class_archive_gives_the_cells_of_one_jvm_per_cell(checkout):
+    scratch = checkout("java-sdk")
+    scratch.harness("prepare", "--adapter", "java-sdk", timeout=1800)
+    state = json.loads((REPO / ".envs" / "java-sdk" / "class-archive" / "state.json").read_text())
+    assert state["refused"] is None and (REPO / ".envs" / "java-sdk" / "class-archive" / "adapter.jsa").is_file()
+    cases = ("--case", "ok", "--case", "type-swap", "--case", "iserror-bad-structured")
+    selection = ("--adapter", "java-sdk/list-first", *cases, "--transport", "stdio", "--protocol", "2025-11-25")
+    scratch.harness("run", "--run-id", "warm", *selection, timeout=900)
+    scratch.harness("run", "--run-id", "cold", "--isolation", "process", *selection, timeout=900)
+    warm: RunMeta = scratch.meta("warm")
+    assert warm["adapters"]["java-sdk"]["isolation"] == "class-archive"
+    assert scratch.meta("cold")["adapters"]["java-sdk"]["isolation"] == "process (--isolation process)"
+    done = scratch.harness("diff", "--require-same-cells", "warm", "cold")
+    assert done.stdout.strip().endswith("0 differ"), done.stdout
+    assert scratch.processes_left() == []
