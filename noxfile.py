@@ -152,7 +152,7 @@ def base_image(session: nox.Session) -> None:
     _harness(session, "base-image")
 
 
-PARITY_ADAPTERS = ("raw-jsonrpc", "python-mcp", "ts-sdk")
+PARITY_ADAPTERS = ("raw-jsonrpc", "python-mcp", "ts-sdk", "go-sdk/call-only")
 PARITY_SIZE_CASES = ("text-9mib", "text-10mib")
 PARITY_MODERN_CASES = ("ok", "wrong-container", "structured-array", "resulttype-missing", "unsupported-version")
 
