@@ -30,8 +30,10 @@ SHORT_MESSAGE = 160
 TIMEOUT_CODES = {-32001, 408}
 TIMEOUT_SDK_CODES = {"REQUEST_TIMEOUT"}
 UNHANDLED_SOURCES = {"uncaughtException", "unhandledRejection"}
-TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout|deadline exceeded", re.IGNORECASE)
-"""A client's own timeout in its error's type or message; Go's is its context's ``deadline exceeded``."""
+TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout|deadline exceeded|deadline has elapsed", re.IGNORECASE)
+"""A client's own timeout in its error's type or message. Where a client bounds a request the way its
+language does rather than by an option of its own, that is its timeout: Go's context (``context
+deadline exceeded``), Rust's ``tokio::time::timeout`` (``Elapsed``: ``deadline has elapsed``)."""
 ADAPTER_DEADLINE = "AdapterTimeout"
 """Error type adapters record when their own deadline (inside the cell budget) ended a step."""
 

@@ -156,6 +156,8 @@ def test_crash_initialize_and_harness_error():
         # Go: a request bounded by its context (the Go SDKs' own request timeout), and a cancelled one
         ({"type": "context.deadlineExceededError", "code": None, "message": "context deadline exceeded"}, True),
         ({"type": "*errors.errorString", "code": None, "message": "context canceled"}, False),
+        # Rust: a request bounded by tokio::time::timeout (rmcp's call_tool takes no timeout option)
+        ({"type": "Elapsed", "code": None, "message": "deadline has elapsed"}, True),
         (None, False),
     ],
 )

@@ -2,7 +2,10 @@ module mcp-client-matrix/clients/go-sdk
 
 go 1.25.0
 
-require github.com/modelcontextprotocol/go-sdk v1.8.0
+require (
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	mcp-client-matrix/clients/_support/go v0.0.0
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect
@@ -14,3 +17,5 @@ require (
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
+
+replace mcp-client-matrix/clients/_support/go => ../_support/go

@@ -2,7 +2,10 @@ module mcp-client-matrix/clients/mcp-go
 
 go 1.26
 
-require github.com/mark3labs/mcp-go v1.2.1
+require (
+	github.com/mark3labs/mcp-go v1.2.1
+	mcp-client-matrix/clients/_support/go v0.0.0
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.2 // indirect
@@ -12,3 +15,5 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
+
+replace mcp-client-matrix/clients/_support/go => ../_support/go
