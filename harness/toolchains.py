@@ -204,15 +204,24 @@ def _locked_crate(lock: Path, crate: str) -> str | None:
 
 
 def _maven_version(lib: Path, coordinates: str) -> str | None:
+    """The artifact's version from its jar's Maven properties; a jar published by Gradle has none,
+    then the version Maven named the copied jar by (``<artifactId>-<version>.jar``)."""
     group, _, name = coordinates.partition(":")
     entry = f"META-INF/maven/{group}/{name}/pom.properties"
+    named = re.compile(rf"^{re.escape(name)}-(\d[^/]*)\.jar$")
     for jar in sorted(lib.glob(f"{name}-*.jar")):
+        match = named.match(jar.name)
+        if match is None:
+            continue
         try:
             with zipfile.ZipFile(jar) as archive:
                 text = archive.read(entry).decode("utf-8", "replace")
-        except (OSError, KeyError, zipfile.BadZipFile):
+        except KeyError:
+            return match.group(1)
+        except (OSError, zipfile.BadZipFile):
             continue
         for line in text.splitlines():
             if line.startswith("version="):
                 return line.partition("=")[2].strip()
+        return match.group(1)
     return None
