@@ -231,3 +231,24 @@ def test_probe_finds_the_configured_stdio_buffer_limit(checkout):
     scratch.harness("report", "--run", "b")
     assert "Largest frame accepted on stdio" in (scratch.root / "reports" / "index.html").read_text()
     assert scratch.processes_left() == []
+
+
+@pytest.mark.parametrize("kind", boundary.KINDS)
+def test_a_probe_frame_is_exact_and_ends_with_its_json_value(kind):
+    """The bytes a payload cannot fill are whitespace inside the JSON, never after its value (the Go
+    SDK refuses a line with anything after the value, which is no size limit)."""
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from stdio_faults import probe_frame\n"
+        "for n in range(4096, 4100):\n"
+        "    f = probe_frame(1, sys.argv[2], n)[1]; print(len(f), f.rstrip(b'\\n')[-1:].decode())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(REPO / "servers" / "reference"), kind],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.split("\n")[:4] == [f"{n} }}" for n in range(4096, 4100)]

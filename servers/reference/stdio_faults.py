@@ -272,7 +272,10 @@ def probe_frame(msg_id: Any, kind: str, frame_bytes: int) -> tuple[dict[str, Any
     """A result whose frame is exactly ``frame_bytes`` long, newline included.
 
     The payload (ASCII text, 3-byte CJK text, or base64 image data) fills the frame; the 0 to 3
-    bytes it cannot fill are spaces after the JSON (insignificant whitespace, still one line).
+    bytes it cannot fill are spaces inside the JSON, after its opening brace (insignificant
+    whitespace, still one line). Not after the JSON: the Go SDK refuses a line with anything after
+    its value ("invalid trailing data"), which would make every size that needs padding a
+    rejection and no size limit at all.
     """
 
     def message(payload: str) -> dict[str, Any]:
@@ -293,8 +296,8 @@ def probe_frame(msg_id: Any, kind: str, frame_bytes: int) -> tuple[dict[str, Any
     else:
         payload = base64.b64encode(bytes(room // 4 * 3)).decode("ascii")
     answer = message(payload)
-    frame = encode(answer)[:-1]
-    frame += b" " * (frame_bytes - len(frame) - 1) + b"\n"
+    frame = encode(answer)
+    frame = b"{" + b" " * (frame_bytes - len(frame)) + frame[1:]
     return answer, frame
 
 
