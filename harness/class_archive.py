@@ -53,9 +53,8 @@ def directory(layout: Layout, adapter: Adapter) -> Path:
 
 
 def _key(layout: Layout, adapter: Adapter) -> str:
-    built = toolchains.artifact(adapter, environments.env_dir(layout, adapter))
     digest = hashlib.sha256(f"{RECIPE}\0{toolchains.JAVA_OPTIONS}\0{toolchains.versions('java')}\0".encode())
-    for path in [built, *sorted((built.parent / "lib").glob("*.jar"))]:
+    for path in toolchains.built_files(adapter, environments.env_dir(layout, adapter)):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 

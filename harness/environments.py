@@ -92,25 +92,20 @@ def env_dir(layout: Layout, adapter: Adapter) -> Path:
     return adapter.directory / "node_modules"
 
 
-def _run(
-    who: str,
-    command: list[str],
-    cwd: Path,
-    log: Path,
-    env: dict[str, str] | None = None,
-    timeout_s: float | None = None,
-) -> None:
-    """Run a build step, its output appended to ``log``; bounded by ``timeout_s`` when given."""
-    code: int | None
+STEP_TIMEOUT_S = 1800.0
+"""The longest one build step may take (a cold Rust build of an SDK with its HTTP stack on 2 cores:
+minutes); a step still running then is killed with its process group."""
+
+
+def _run(who: str, command: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> None:
+    """Run a build step in a process group of its own, its output appended to ``log``, bounded by
+    :data:`STEP_TIMEOUT_S`."""
     with open(log, "ab") as out:
         out.write(f"$ {' '.join(command)}\n".encode())
         out.flush()
-        if timeout_s is None:
-            code = subprocess.run(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
-        else:
-            code = _bounded(command, cwd, env, out, timeout_s)
+        code = _bounded(command, cwd, env, out, STEP_TIMEOUT_S)
     if code is None:
-        raise PrepareError(f"{who}: `{' '.join(command)}` did not finish in {timeout_s:.0f} s (killed); see {log}")
+        raise PrepareError(f"{who}: `{' '.join(command)}` did not finish in {STEP_TIMEOUT_S:.0f} s (killed); see {log}")
     if code != 0:
         raise PrepareError(f"{who}: `{' '.join(command)}` exited {code}; see {log}")
 
@@ -242,7 +237,7 @@ def _build(layout: Layout, adapter: Adapter, target: Path, log: Path) -> None:
     built = toolchains.artifact(adapter, target)
     built.unlink(missing_ok=True)  # a failed build leaves nothing that looks built
     command, extra = toolchains.build_command(adapter, target)
-    _run(adapter.name, command, adapter.directory, log, {**process_env(layout), **extra}, toolchains.BUILD_TIMEOUT_S)
+    _run(adapter.name, command, adapter.directory, log, {**process_env(layout), **extra})
     if not built.is_file():
         raise PrepareError(f"{adapter.name}: the build left no {built.relative_to(target)}; see {log}")
 

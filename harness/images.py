@@ -87,11 +87,9 @@ def _sources(layout: Layout, adapter: Adapter) -> Iterator[tuple[str, Path]]:
 def _built(layout: Layout, adapter: Adapter) -> Iterator[tuple[str, Path]]:
     """A compiled adapter's build on the host, as ``env/...`` (the binary, or the jar and its ``lib/``)."""
     home = environments.env_dir(layout, adapter)
-    built = toolchains.artifact(adapter, home)
-    if not built.is_file():
+    if not toolchains.artifact(adapter, home).is_file():
         raise PrepareError(f"{adapter.name}: not built on the host; run `nox -s prepare -- --adapter {adapter.name}`")
-    files = [built, *sorted((built.parent / "lib").glob("*.jar"))] if adapter.runtime == "java" else [built]
-    for path in files:
+    for path in toolchains.built_files(adapter, home):
         yield f"env/{path.relative_to(home)}", path
 
 
@@ -282,11 +280,12 @@ def versions(layout: Layout, docker_client: Any, image: Image, adapter: Adapter)
     if cached.is_file():
         return dict(json.loads(cached.read_text()))
     if adapter.runtime in toolchains.COMPILED:
+        # A Go or Rust binary carries its toolchain from the host; a jar runs on the image's own JVM.
+        runtime = _image_java(docker_client, image) if adapter.runtime == "java" else None
         found = {
-            "runtime_version": _image_java(docker_client, image) if adapter.runtime == "java" else None,
+            "runtime_version": runtime or toolchains.runtime_version(adapter.runtime),
             "package_version": toolchains.installed_version(adapter, environments.env_dir(layout, adapter)),
         }
-        found["runtime_version"] = found["runtime_version"] or toolchains.runtime_version(adapter.runtime)
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(found))
         return found

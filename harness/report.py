@@ -98,7 +98,7 @@ def environment() -> jinja2.Environment:
     env.filters["known"] = report_view.known
     env.filters["counted"] = report_view.counted
     env.filters["node_releases"] = report_view.node_releases
-    env.filters["toolchains"] = report_view.toolchains
+    env.filters["toolchains"] = report_view.toolchain_versions
     return env
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import boundary
+from . import boundary, toolchains
 
 VISIBLE_CONTROLS: dict[int, str] = {
     code: f"\\u{code:04x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\t\n\r"
@@ -66,14 +66,18 @@ TOOLCHAIN_NAMES = {"go": "Go", "rustc": "rustc", "cargo": "Cargo", "java": "Java
 """How the report names the tools of :data:`harness.records.RunMeta` ``toolchains``."""
 
 
-def toolchains(meta: Mapping[str, Any]) -> list[str]:
+def toolchain_versions(meta: Mapping[str, Any]) -> list[str]:
     """The compiled adapters' toolchains the run built with (``Go 1.26.8``), for the header; only
     those of runtimes the run had an adapter of."""
     runtimes = {info.get("runtime") for info in (meta.get("adapters") or {}).values()}
-    used = {"go": "go" in runtimes, "rustc": "rust" in runtimes, "cargo": "rust" in runtimes}
-    used |= {"java": "java" in runtimes, "mvn": "java" in runtimes}
     found = meta.get("toolchains") or {}
-    return [f"{TOOLCHAIN_NAMES[tool]} {found[tool]}" for tool in TOOLCHAIN_NAMES if used[tool] and tool in found]
+    return [
+        f"{TOOLCHAIN_NAMES[tool]} {found[tool]}"
+        for runtime in toolchains.COMPILED
+        if runtime in runtimes
+        for tool, _command, _pattern in toolchains.TOOLCHAINS[runtime].versions
+        if tool in found
+    ]
 
 
 def plain_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

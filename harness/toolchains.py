@@ -32,9 +32,6 @@ COMPILED = ("go", "rust", "java")
 BUILD_OUTPUTS = frozenset({"target", "build", "node_modules", "__pycache__", ".mcpcm-stamp"})
 """Directory entries of an adapter that are build products, never sources (left out of the fingerprint)."""
 
-BUILD_TIMEOUT_S = 1800.0
-"""The longest a build may take (a cold Rust build of an SDK with its HTTP stack on 2 cores: minutes)."""
-
 JAVA_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
 """How a Java adapter's JVM starts: a cell is a short run, so the cheapest collector and the
 client compiler only (neither changes what the program does, only how fast it starts)."""
@@ -155,6 +152,12 @@ def artifact(adapter: Adapter, env_dir: Path) -> Path:
         "rust": env_dir / "target" / "release" / "adapter",
         "java": env_dir / "build" / "adapter.jar",
     }[adapter.runtime]
+
+
+def built_files(adapter: Adapter, env_dir: Path) -> list[Path]:
+    """Every file a cell runs from: the artifact, and a jar's dependencies in ``lib/`` beside it."""
+    built = artifact(adapter, env_dir)
+    return [built, *sorted((built.parent / "lib").glob("*.jar"))] if adapter.runtime == "java" else [built]
 
 
 def run_command(

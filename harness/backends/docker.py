@@ -42,9 +42,9 @@ from .reference import READY_S, parse_url_line
 SERVER_DIR = Path("/mcpcm/servers/reference")
 CELL_DIR = Path("/mcpcm/cell")
 CONTAINER_PYTHON = "/usr/bin/python3"
+"""The interpreter that runs the reference server in every image (Debian's python3)."""
 IMAGE_ENV = Path("/mcpcm/env")
 """Where an image holds the adapter's environment: a Python venv, or a compiled adapter's build."""
-"""The interpreter that runs the reference server in every image (Debian's python3)."""
 STOP_GRACE_S = 2
 
 
@@ -80,7 +80,7 @@ def _start_of(adapter: Adapter) -> list[str]:
     """A cell's command line in the adapter's image, up to the cell file."""
     if adapter.runtime in toolchains.COMPILED:
         return toolchains.run_command(adapter, IMAGE_ENV)
-    interpreter = "/mcpcm/env/bin/python" if adapter.runtime == "python" else "/usr/local/bin/node"
+    interpreter = str(IMAGE_ENV / "bin" / "python") if adapter.runtime == "python" else "/usr/local/bin/node"
     return [interpreter, f"/mcpcm/clients/{adapter.name}/{adapter.entry}"]
 
 
