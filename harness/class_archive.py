@@ -27,25 +27,17 @@ import hashlib
 import json
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import catalog, cells, environments, process, toolchains
 from .layout import CellFiles, Layout
 from .manifest import Adapter
+from .workers import WarmStart
 
 RECIPE = "1"
 """Part of every archive's key: changing how archives are built rebuilds them."""
 TRAINING_TIMEOUT_S = 120.0
 """The training cell's bound (a control case: a few seconds)."""
-
-
-@dataclass(frozen=True)
-class ClassArchive:
-    """A Java adapter's class-data archive: ``path`` to start its cells with, or why there is none."""
-
-    path: Path | None
-    refused: str | None
 
 
 def directory(layout: Layout, adapter: Adapter) -> Path:
@@ -59,7 +51,7 @@ def _key(layout: Layout, adapter: Adapter) -> str:
     return digest.hexdigest()
 
 
-def ensure(layout: Layout, adapter: Adapter) -> tuple[ClassArchive, bool]:
+def ensure(layout: Layout, adapter: Adapter) -> tuple[WarmStart, bool]:
     """The adapter's archive, trained first when it is missing or stale; and whether it was built."""
     home = directory(layout, adapter)
     archive = home / "adapter.jsa"
@@ -69,12 +61,12 @@ def ensure(layout: Layout, adapter: Adapter) -> tuple[ClassArchive, bool]:
     except (OSError, ValueError):
         state = {}
     if state.get("key") == key and (state.get("refused") or archive.is_file()):
-        return ClassArchive(None if state["refused"] else archive, state["refused"]), False
+        return WarmStart(None if state["refused"] else archive, state["refused"]), False
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     refused = _train(layout, adapter, home, archive)
     (home / "state.json").write_text(json.dumps({"key": key, "refused": refused}, indent=2) + "\n")
-    return ClassArchive(None if refused else archive, refused), True
+    return WarmStart(None if refused else archive, refused), True
 
 
 def _train(layout: Layout, adapter: Adapter, home: Path, archive: Path) -> str | None:

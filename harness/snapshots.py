@@ -33,13 +33,13 @@ import re
 import shutil
 import signal
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import environments, process
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
+from .workers import WarmStart
 
 TOOL_DIR = Path(__file__).parent / "snapshot"
 BUNDLER = TOOL_DIR / "bundle.mjs"
@@ -47,14 +47,6 @@ RECIPE = "2"
 """Part of every snapshot's key: changing how snapshots are built rebuilds them."""
 BUILD_TIMEOUT_S = 60.0
 """A build step's bound; the largest adapter's bundle and snapshot take about 2 s each."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A node adapter's snapshot: ``blob`` to start its cells from, or why there is none."""
-
-    blob: Path | None
-    refused: str | None
 
 
 def directory(env: Path) -> Path:
@@ -89,7 +81,7 @@ def _key(node_version: str) -> str:
     return f"{RECIPE}\0{node_version}\0{_tool_fingerprint()}"
 
 
-def current(env: Path, node_version: str, adapter: Adapter) -> Snapshot | None:
+def current(env: Path, node_version: str, adapter: Adapter) -> WarmStart | None:
     """The adapter's snapshot (or refusal) when it is still current, else None: built by this
     recipe and Node release, from this adapter directory's files (paths resolved: an environment may
     be shared by two checkouts, and a snapshot built from a copy of the adapter holds the copy's
@@ -108,9 +100,9 @@ def current(env: Path, node_version: str, adapter: Adapter) -> Snapshot | None:
         return None
     refused = state.get("refused")
     if refused is not None:
-        return Snapshot(None, str(refused))
+        return WarmStart(None, str(refused))
     blob = directory(env) / "snapshot.blob"
-    return Snapshot(blob, None) if blob.is_file() else None
+    return WarmStart(blob, None) if blob.is_file() else None
 
 
 UNVERIFIED = re.compile(r'not yet fully verified whether built-in module "(?:node:)?([^"]+)"')
@@ -154,7 +146,7 @@ def _bounded(
     return finished.exit_code, out.read_text(errors="replace"), err.read_text(errors="replace")
 
 
-def build(adapter: Adapter, env: Path, node: Path, node_version: str, process_env: dict[str, str]) -> Snapshot:
+def build(adapter: Adapter, env: Path, node: Path, node_version: str, process_env: dict[str, str]) -> WarmStart:
     """Bundle the adapter and build its snapshot (or record why not); the bundler must be installed."""
     target = directory(env)
     if target.exists():
@@ -186,7 +178,7 @@ def build(adapter: Adapter, env: Path, node: Path, node_version: str, process_en
         "unverified_builtins": unverified,
     }
     (target / "state.json").write_text(json.dumps(state, indent=1))
-    return Snapshot(None, refused) if refused else Snapshot(target / "snapshot.blob", None)
+    return WarmStart(None, refused) if refused else WarmStart(target / "snapshot.blob", None)
 
 
 def _build_blob(
@@ -214,7 +206,7 @@ def command(node: Path, blob: Path, entry: Path) -> list[str]:
     return [str(node), "--snapshot-blob", str(blob), str(entry)]
 
 
-def ensure(layout: Layout, adapter: Adapter) -> tuple[Snapshot, bool]:
+def ensure(layout: Layout, adapter: Adapter) -> tuple[WarmStart, bool]:
     """The node adapter's current snapshot (its environment prepared), built unless it is current;
     and whether it was built."""
     env = environments.env_dir(layout, adapter)

@@ -34,6 +34,18 @@ or a Node process from a startup snapshot); ``process``: a fresh process per cel
 WARM = ("worker", "snapshot")
 """How an adapter's cells run (``Backend.isolation_of``) when they start without loading their
 runtime's modules: their start-up costs no CPU slot worth keeping."""
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """The prepared warm start of an adapter whose cells each stay a fresh process (a Node startup
+    snapshot, :mod:`harness.snapshots`; a Java class-data archive, :mod:`harness.class_archive`):
+    ``file``, what its cells start from, or ``refused``, why there is none."""
+
+    file: Path | None
+    refused: str | None
+
+
 READY_S = 120.0
 """How long a worker may take to import its adapter (a framework's first import, cold)."""
 REAP_S = 10.0

@@ -14,6 +14,7 @@ import pytest
 
 from harness import manifest, node_releases, snapshots
 from harness.layout import Layout
+from harness.workers import WarmStart
 
 from .conftest import REPO
 
@@ -63,16 +64,16 @@ def _adapter(root: Path, *, lib: str = "export const VERSION = 1;\n", extra: str
     return manifest.load(directory / "adapter.toml")
 
 
-def _ensure(adapter: manifest.Adapter) -> tuple[snapshots.Snapshot, bool]:
+def _ensure(adapter: manifest.Adapter) -> tuple[WarmStart, bool]:
     return snapshots.ensure(LAYOUT, adapter)
 
 
-def _start(adapter: manifest.Adapter, snapshot: snapshots.Snapshot, tmp_path: Path) -> dict:
-    assert snapshot.blob is not None, snapshot.refused
+def _start(adapter: manifest.Adapter, snapshot: WarmStart, tmp_path: Path) -> dict:
+    assert snapshot.file is not None, snapshot.refused
     node = node_releases.install(LAYOUT, RELEASE)
     observation = tmp_path / "observation.json"
     observation.unlink(missing_ok=True)
-    command = [*snapshots.command(node, snapshot.blob, adapter.entry_path), "the-cell.json", str(observation)]
+    command = [*snapshots.command(node, snapshot.file, adapter.entry_path), "the-cell.json", str(observation)]
     env = dict(os.environ, SNAPSHOT_TEST_VALUE="at run time")
     subprocess.run(command, cwd=adapter.directory, env=env, check=True, timeout=60, capture_output=True)
     return json.loads(observation.read_text())
@@ -141,7 +142,7 @@ def test_a_snapshot_built_from_a_copy_of_the_adapter_is_not_the_original_s(tmp_p
 def test_a_snapshot_that_would_not_be_faithful_is_refused_with_the_reason(tmp_path, change, reason):
     adapter = _adapter(tmp_path, **change)
     snapshot, built = _ensure(adapter)
-    assert built and snapshot.blob is None
+    assert built and snapshot.file is None
     assert snapshot.refused is not None and reason in snapshot.refused
     again, built = _ensure(adapter)  # a refusal is cached like a snapshot
     assert not built and again.refused == snapshot.refused

@@ -29,6 +29,9 @@ from ..manifest import Adapter
 from ..process import Finished
 from .reference import READY_S, parse_url_line
 
+WARM_STARTS = {"node": "snapshot", "java": "class archive"}
+"""The runtimes whose cells each stay a fresh process but start warm, and from what."""
+
 
 class LocalBackend:
     name = "local"
@@ -39,26 +42,22 @@ class LocalBackend:
         self.layout = layout
         self.isolation = isolation
         self._workers = workers.WorkerPool()
-        self._snapshots: dict[str, snapshots.Snapshot] = {}
-        self._archives: dict[str, class_archive.ClassArchive] = {}
+        self._warm_starts: dict[str, workers.WarmStart] = {}
+        """Per Node or Java adapter (``WARM_STARTS``), its snapshot or class archive (once prepared)."""
 
     def _why_cold(self, adapter: Adapter) -> str | None:
-        """Why the adapter's cells cannot start warm (forked from a worker, or from a snapshot), or
-        None when they can."""
+        """Why the adapter's cells cannot start warm (forked from a worker, or from a snapshot or class
+        archive), or None when they can."""
         if self.isolation != "worker":
             return "--isolation process"
-        if adapter.runtime == "java":
-            archive = self._archives.get(adapter.name)
-            if archive is None:
-                return "no class archive: not prepared"
-            return f"class archive refused: {archive.refused}" if archive.refused else None
+        what = WARM_STARTS.get(adapter.runtime)
+        if what is not None:
+            start = self._warm_starts.get(adapter.name)
+            if start is None:
+                return f"no {what}: not prepared"
+            return f"{what} refused: {start.refused}" if start.refused else None
         if adapter.runtime in toolchains.COMPILED:
             return f"a native {adapter.runtime} binary starts as a process of its own"
-        if adapter.runtime == "node":
-            snapshot = self._snapshots.get(adapter.name)
-            if snapshot is None:
-                return "no snapshot: not prepared"
-            return f"snapshot refused: {snapshot.refused}" if snapshot.refused else None
         if not adapter.fork_safe:
             return "fork_safe = false in adapter.toml"
         refused = self._workers.refused.get(adapter.name)
@@ -82,31 +81,26 @@ class LocalBackend:
         return {"python": "worker", "node": "snapshot", "java": "class-archive"}[adapter.runtime]
 
     def prepare(self, adapter: Adapter) -> bool:
-        """The adapter's environment and, for a Node adapter under ``worker`` isolation, its snapshot."""
+        """The adapter's environment and, under ``worker`` isolation, a Node adapter's snapshot or a
+        Java adapter's class archive."""
         built = environments.prepare(self.layout, adapter)
-        if adapter.runtime == "node" and self.isolation == "worker":
-            snapshot, made = snapshots.ensure(self.layout, adapter)
-            self._snapshots[adapter.name] = snapshot
-            built = built or made
-        if adapter.runtime == "java" and self.isolation == "worker":
-            archive, made = class_archive.ensure(self.layout, adapter)
-            self._archives[adapter.name] = archive
+        if adapter.runtime in WARM_STARTS and self.isolation == "worker":
+            ensure = snapshots.ensure if adapter.runtime == "node" else class_archive.ensure
+            self._warm_starts[adapter.name], made = ensure(self.layout, adapter)
             built = built or made
         return built
 
     def _command(self, adapter: Adapter, files: CellFiles) -> list[str]:
         """The cell's command line: from the adapter's snapshot or class archive where it starts warm,
         else its entry."""
-        warm = self._why_cold(adapter) is None
-        blob = self._snapshots[adapter.name].blob if adapter.runtime == "node" and warm else None
-        if blob is not None:
-            start = snapshots.command(environments.node_for(self.layout, adapter), blob, adapter.entry_path)
-            return [*start, str(files.cell), str(files.raw_observation)]
-        archive = self._archives[adapter.name].path if adapter.runtime == "java" and warm else None
-        if archive is not None:
-            start = toolchains.run_command(adapter, environments.env_dir(self.layout, adapter), archive=archive)
-            return [*start, str(files.cell), str(files.raw_observation)]
-        return environments.command(self.layout, adapter, files.cell, files.raw_observation)
+        warm = self._warm_starts.get(adapter.name) if self._why_cold(adapter) is None else None
+        if warm is None or warm.file is None:
+            return environments.command(self.layout, adapter, files.cell, files.raw_observation)
+        if adapter.runtime == "node":
+            start = snapshots.command(environments.node_for(self.layout, adapter), warm.file, adapter.entry_path)
+        else:
+            start = toolchains.run_command(adapter, environments.env_dir(self.layout, adapter), archive=warm.file)
+        return [*start, str(files.cell), str(files.raw_observation)]
 
     def check(self, adapter: Adapter) -> None:
         return None  # a run prepares local environments itself
