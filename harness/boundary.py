@@ -124,11 +124,21 @@ def _accepts(
         adapter, variant, probe_case(kind, size), "none", "stdio", PROBE_BUDGET_SCALE, probe_kind=kind, probe_bytes=size
     )
     record = run_cell(backend, store, cell)
-    row = cells_frame([record], meta).iloc[0]
-    detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()[:300]
+    return verdict(cells_frame([record], meta).iloc[0].to_dict())
+
+
+def verdict(row: Mapping[str, Any]) -> Verdict:
+    """A probe cell's classified row as a verdict. A pass accepts the frame, any other outcome
+    rejects it, except a timeout: a client that is merely slow to read a large frame times out too,
+    so a timeout is inconclusive, unless the client reported an error out of band before it (it
+    said it dropped or refused the frame, then waited for an answer that had gone: rmcp, the Java
+    SDK), which is its rejection."""
+    detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()
     if row["outcome"] == "timeout":
-        return None, detail
-    return row["outcome"] == "pass", detail
+        if not row["transport_error_count"]:
+            return None, detail[:300]
+        return False, f"{detail}, after the client reported: {row['transport_errors']}"[:300]
+    return row["outcome"] == "pass", detail[:300]
 
 
 @dataclass(frozen=True)

@@ -252,3 +252,23 @@ def test_a_probe_frame_is_exact_and_ends_with_its_json_value(kind):
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert done.stdout.split("\n")[:4] == [f"{n} }}" for n in range(4096, 4100)]
+
+
+def _row(outcome: str, transport_errors: str = "") -> dict:
+    return {
+        "outcome": outcome,
+        "error_type": "Elapsed" if outcome == "timeout" else None,
+        "error_message": "deadline has elapsed" if outcome == "timeout" else None,
+        "transport_errors": transport_errors,
+        "transport_error_count": 1 if transport_errors else 0,
+    }
+
+
+def test_a_probe_cell_verdict():
+    assert boundary.verdict(_row("pass"))[0] is True
+    assert boundary.verdict(_row("disconnect"))[0] is False
+    slow, detail = boundary.verdict(_row("timeout"))
+    assert slow is None and detail == "timeout: Elapsed deadline has elapsed", "a slow read proves no limit"
+    dropped = "rmcp::transport::async_rw: Incoming message exceeded the maximum line length"
+    refused, detail = boundary.verdict(_row("timeout", dropped))
+    assert refused is False and detail.endswith(f"after the client reported: {dropped}")
