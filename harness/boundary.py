@@ -20,13 +20,21 @@ runs, but tries the sizes a configured limit is likely to be first:
 4. Otherwise a bisection between the largest accepted and the smallest rejected size so far.
 
 So a limit at a likely size (10,485,760, 1,048,576, 33,554,432, 10,000,000, 4,194,304) takes at most
-10 runs, one a byte beside it at most 12, any other about 32.
+10 runs, one a byte beside it at most 12, any other about 32 (one more for a slow reader, below).
+
 A probe that ends in ``timeout`` says nothing about size (a slow client is not a size limit), so it
-stops the search as inconclusive at that size; probe cells get a generous budget
-(``PROBE_BUDGET_SCALE``) so that only a client that really hangs times out. The searches of the
-column x kind pairs are independent and run ``jobs`` at a time. Every probe is a real cell run
-(``runner.run_cell``) kept in the run's ``boundary/`` directory as evidence; the summary goes to
-``boundary.json``.
+stops the search as inconclusive at that size (``verdict``: unless the client said out of band that
+it dropped the frame). Each probe first runs with a short budget (``QUICK_BUDGET_SCALE``): most
+clients accept or refuse a 64 MiB frame in seconds, and a client that drops a frame and waits for
+the answer (rmcp, the Java SDK) waits only that long. A bare timeout there runs the probe again with
+a generous budget (``PROBE_BUDGET_SCALE``), and so does every later probe of that search, so that
+only a client that really hangs times out (a slow reader: the Python SDKs at 64 MiB, the Kotlin
+SDK's quadratic read); ``probes`` counts both runs.
+
+The searches of the column x kind pairs are independent and run ``jobs`` at a time; an adapter that
+declares which options change how its client reads a frame (``frame_options``) is searched once per
+setting of them rather than once per variant. Every probe is a real cell run (``runner.run_cell``)
+kept in the run's ``boundary/`` directory as evidence; the summary goes to ``boundary.json``.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from .backends import Backend
 from .cells import Cell, server_program
 from .classify import cells_frame
 from .layout import JOURNAL_FILE
-from .manifest import Adapter
+from .manifest import Adapter, Variant
 from .records import RunMeta
 from .runner import Interrupted, run_cell
 from .store import RunStore
@@ -54,9 +62,14 @@ KINDS = ("text", "cjk", "blob")
 MIN_BYTES = 4096
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 PROBE_BUDGET_SCALE = 3.0
-"""Probe cells get three times the size family's 60 s: the Python SDK 1.x takes about 58 s to read a
-64 MiB image frame while a second probe shares the two cores, so with 1.5 times (a 54 s client
+"""A patient probe gets three times the size family's 60 s: the Python SDK 1.x takes about 58 s to
+read a 64 MiB image frame while a second probe shares the two cores, so with 1.5 times (a 54 s client
 timeout) "no limit" or "inconclusive" depended on the machine's load."""
+QUICK_BUDGET_SCALE = 0.5
+"""A probe's first run: half the size family's 60 s (an 18 s client timeout), enough for a client
+that reads at network speed, short for one that dropped the frame and waits for its timeout."""
+PATIENT_SUFFIX = "-patient"
+"""The case id's suffix of a probe run with ``PROBE_BUDGET_SCALE`` (its evidence beside the quick one's)."""
 
 
 @dataclass(frozen=True)
@@ -71,15 +84,18 @@ class Boundary:
     smallest_rejected: int | None
     no_limit_up_to: int | None
     probes: int
+    """Real runs of the client, quick and patient (``QuickThenPatient``)."""
     rejection: str | None
     """Outcome and error of the smallest rejected frame."""
     inconclusive_at: int | None = None
     """The size whose probe timed out, when that stopped the search."""
+    same_for: tuple[str, ...] = ()
+    """The columns not searched because their frame options are this one's (``Adapter.probe_groups``)."""
 
 
-def probe_case(kind: str, frame_bytes: int) -> catalog.Case:
+def probe_case(kind: str, frame_bytes: int, *, patient: bool = False) -> catalog.Case:
     return catalog.Case(
-        f"probe-{kind}-{frame_bytes}",
+        f"probe-{kind}-{frame_bytes}" + (PATIENT_SUFFIX if patient else ""),
         "size",
         f"{frame_bytes}-byte {kind} frame",
         catalog.NO_LIMIT,
@@ -117,14 +133,42 @@ Verdict = tuple[bool | None, str]
 
 
 def _accepts(
-    backend: Backend, store: RunStore, meta: RunMeta, adapter: Adapter, variant_id: str, kind: str, size: int
+    backend: Backend,
+    store: RunStore,
+    meta: RunMeta,
+    adapter: Adapter,
+    variant_id: str,
+    kind: str,
+    size: int,
+    *,
+    patient: bool,
 ) -> Verdict:
     variant = next(v for v in adapter.variants if v.id == variant_id)
-    cell = ProbeCell(
-        adapter, variant, probe_case(kind, size), "none", "stdio", PROBE_BUDGET_SCALE, probe_kind=kind, probe_bytes=size
-    )
+    case = probe_case(kind, size, patient=patient)
+    scale = PROBE_BUDGET_SCALE if patient else QUICK_BUDGET_SCALE
+    cell = ProbeCell(adapter, variant, case, "none", "stdio", scale, probe_kind=kind, probe_bytes=size)
     record = run_cell(backend, store, cell)
     return verdict(cells_frame([record], meta).iloc[0].to_dict())
+
+
+class QuickThenPatient:
+    """One search's probe: the quick run first, the patient one after a bare timeout, and only the
+    patient one from then on (the client is a slow reader; module docstring). ``runs`` counts both."""
+
+    def __init__(self, run: Callable[[int, bool], Verdict]) -> None:
+        self._run = run
+        self.patient = False
+        self.runs = 0
+
+    def __call__(self, size: int) -> Verdict:
+        if not self.patient:
+            self.runs += 1
+            found = self._run(size, False)
+            if found[0] is not None:
+                return found
+            self.patient = True
+        self.runs += 1
+        return self._run(size, True)
 
 
 def verdict(row: Mapping[str, Any]) -> Verdict:
@@ -260,25 +304,25 @@ def probe_all(
     """Search every stdio column x kind for its limit, ``jobs`` searches at a time; write ``boundary.json``."""
     probe_store = RunStore(store.directory / "boundary")
     tasks = [
-        (adapter, variant.id, kind)
+        (adapter, group, kind)
         for adapter in adapters
-        for variant in adapter.variants
-        if "stdio" in (variant.transports or adapter.transports)
-        and (adapter.families is None or "size" in adapter.families)
+        if adapter.families is None or "size" in adapter.families
+        for group in adapter.probe_groups()
         for kind in kinds
     ]
 
-    def run(task: tuple[Adapter, str, str], stop: threading.Event) -> Boundary:
-        adapter, variant_id, kind = task
+    def run(task: tuple[Adapter, tuple[Variant, ...], str], stop: threading.Event) -> Boundary:
+        adapter, (variant, *same), kind = task
+        variant_id = variant.id
 
-        def accepts(size: int) -> Verdict:
-            verdict = _accepts(backend, probe_store, meta, adapter, variant_id, kind, size)
+        def run_once(size: int, patient: bool) -> Verdict:
+            verdict = _accepts(backend, probe_store, meta, adapter, variant_id, kind, size, patient=patient)
             if stop.is_set():  # this probe was killed by the interruption: it says nothing
                 raise Interrupted("probe interrupted; boundary.json not written")
             return verdict
 
+        accepts = QuickThenPatient(run_once)
         found = search(accepts, MIN_BYTES, max_bytes)
-        variant = next(v for v in adapter.variants if v.id == variant_id)
         no_limit = max_bytes if found.largest_accepted == max_bytes else None
         result = Boundary(
             adapter.column(variant),
@@ -288,9 +332,10 @@ def probe_all(
             found.largest_accepted,
             found.smallest_rejected,
             no_limit,
-            found.probes,
+            accepts.runs,
             found.rejection,
             found.inconclusive_at,
+            tuple(adapter.column(v) for v in same),
         )
         on_result(result)
         return result

@@ -35,6 +35,7 @@ KNOWN_KEYS = {
     "protocols",
     "fork_safe",
     "snapshot_safe",
+    "frame_options",
     "options",
     "variants",
 }
@@ -92,12 +93,30 @@ class Adapter:
     """Whether a Node adapter's cells may start from a startup snapshot of its imports
     (:mod:`harness.snapshots`); ``false`` for a library whose import-time state must not be shared,
     which then runs each cell from its entry."""
+    frame_options: tuple[str, ...] | None = None
+    """The options that change how the client reads a frame (a buffer size); the boundary probe
+    searches once per distinct setting of them (:func:`Adapter.probe_groups`). ``None``: any option
+    may, and every variant is searched."""
     broken: str | None = None
     """Why the adapter directory cannot be used (its manifest is missing or invalid); ``None`` when it can."""
 
     @property
     def entry_path(self) -> Path:
         return self.directory / self.entry
+
+    def probe_groups(self) -> list[tuple[Variant, ...]]:
+        """The stdio variants in groups with the same ``frame_options`` settings, in manifest order:
+        the probe searches the first of each group, and its limit is the group's."""
+        groups: dict[tuple[Any, ...], list[Variant]] = {}
+        for variant in self.variants:
+            if "stdio" not in (variant.transports or self.transports):
+                continue
+            if self.frame_options is None:
+                key: tuple[Any, ...] = (variant.id,)
+            else:
+                key = tuple(variant.options.get(option) for option in self.frame_options)
+            groups.setdefault(key, []).append(variant)
+        return [tuple(group) for group in groups.values()]
 
     def column(self, variant: Variant) -> str:
         """The matrix column name: ``adapter/variant``, or ``adapter`` for a lone ``default``."""
@@ -233,6 +252,13 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
     if "snapshot_safe" in data and runtime != "node":
         raise _fail(path, "snapshot_safe", "only node adapters start from a snapshot (python adapters: fork_safe)")
     declared = _declared_options(path, data.get("options"))
+    frame_options = data.get("frame_options")
+    if frame_options is not None:
+        if not isinstance(frame_options, list) or any(option not in declared for option in frame_options):
+            raise _fail(
+                path, "frame_options", f"expected a list of options declared in [options], got {frame_options!r}"
+            )
+        frame_options = tuple(frame_options)
     variants = data.get("variants")
     if not isinstance(variants, dict) or not variants:
         raise _fail(path, "variants", "at least one [variants.<id>] table is required")
@@ -258,6 +284,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
         protocols=tuple(p for p in PROTOCOLS if p in protocols),
         fork_safe=fork_safe,
         snapshot_safe=snapshot_safe,
+        frame_options=frame_options,
     )
 
 

@@ -205,10 +205,12 @@ def _boundaries(results: list[dict[str, Any]], columns: list[dict[str, Any]]) ->
     found: dict[str, dict[str, Any]] = {}
     for result in results:
         found.setdefault(result["column"], {})[result["kind"]] = result
+    same_for = {result["column"]: result.get("same_for") or [] for result in results}
     order = [c["client"] for c in columns] + sorted(set(found) - {c["client"] for c in columns})
     return [
         {
             "client": client,
+            "same_for": same_for[client],
             "kinds": {kind: report_view.boundary_cell(found[client].get(kind)) for kind in boundary.KINDS},
         }
         for client in order

@@ -338,7 +338,8 @@ def probe(
         def on_result(result: boundary.Boundary) -> None:
             text, note = boundary.wording(asdict(result))
             found = " ".join(part for part in (text, note, f"({result.probes} probes)") if part)
-            print(f"probe {result.column} {result.kind}: {found}", file=sys.stderr)
+            same = f" (and {', '.join(result.same_for)})" if result.same_for else ""
+            print(f"probe {result.column}{same} {result.kind}: {found}", file=sys.stderr)
 
         try:
             boundary.probe_all(

@@ -272,3 +272,35 @@ def test_a_probe_cell_verdict():
     dropped = "rmcp::transport::async_rw: Incoming message exceeded the maximum line length"
     refused, detail = boundary.verdict(_row("timeout", dropped))
     assert refused is False and detail.endswith(f"after the client reported: {dropped}")
+
+
+def test_a_probe_runs_quick_first_and_patient_after_a_bare_timeout():
+    """A client that answers within the short budget is run once per size; a slow reader's bare
+    timeout is run again patiently, and the rest of its search runs patiently only."""
+    runs: list[tuple[int, bool]] = []
+
+    def client(read_s: float, limit: int) -> Callable[[int, bool], Verdict]:
+        def run(size: int, patient: bool) -> Verdict:
+            runs.append((size, patient))
+            budget = 108 if patient else 18
+            if min(size, limit + 1) * read_s > budget:  # it reads up to its limit, then refuses
+                return None, "timeout"
+            return size <= limit, "pass" if size <= limit else "reject"
+
+        return run
+
+    fast = boundary.QuickThenPatient(client(1e-7, 10_485_760))
+    found = search(fast, LOW, HIGH)
+    assert (found.largest_accepted, found.smallest_rejected) == (10_485_760, 10_485_761)
+    assert fast.runs == found.probes == len(runs) and not fast.patient and not any(patient for _, patient in runs)
+
+    runs.clear()
+    slow = boundary.QuickThenPatient(client(60 / 16_777_216, 16_777_216))  # 16 MiB in 60 s
+    found = search(slow, LOW, HIGH)
+    assert found.largest_accepted == 16_777_216 and found.smallest_rejected == 16_777_217
+    first_timeout = next(
+        i for i, (size, patient) in enumerate(runs) if not patient and min(size, 16_777_217) * 60 / 16_777_216 > 18
+    )
+    assert runs[first_timeout + 1] == (runs[first_timeout][0], True), "the bare timeout is run again, patiently"
+    assert all(patient for _, patient in runs[first_timeout + 1 :])
+    assert slow.runs == len(runs) == found.probes + 1

@@ -123,6 +123,8 @@ def test_repository_manifests_are_valid():
         (GOOD.replace('list_tools = "bool"', 'List-Tools = "bool"'), "options.List-Tools", "lowercase"),
         (GOOD.replace("[variants.call-only]", "[variants.Call_Only]"), "variants.Call_Only", "lowercase"),
         ("homepage = 'x'\n" + GOOD, "homepage", "unknown key"),
+        ('frame_options = ["buffer"]\n' + GOOD, "frame_options", "declared in [options]"),
+        ('frame_options = "max_buffer_bytes"\n' + GOOD, "frame_options", "expected a list"),
         (GOOD.split("[variants")[0], "variants", "at least one"),
     ],
 )
@@ -133,6 +135,30 @@ def test_bad_manifest_names_file_and_key(tmp_path, text, key, problem):
     message = str(error.value)
     assert message.startswith(f"{path}: {key}: ")
     assert problem in message
+
+
+def test_the_probe_searches_one_variant_per_frame_option_setting(tmp_path):
+    variants = """
+[variants.list-first]
+description = "listing"
+list_tools = true
+
+[variants.small]
+description = "1 MiB buffer"
+list_tools = false
+max_buffer_bytes = 1048576
+
+[variants.http-only]
+description = "not on stdio"
+list_tools = true
+transports = ["http-json"]
+"""
+    text = GOOD.replace('transports = ["stdio"]', 'transports = ["stdio", "http-json"]') + variants
+    every = manifest.load(write(tmp_path, text))
+    assert [[v.id for v in group] for group in every.probe_groups()] == [["call-only"], ["list-first"], ["small"]]
+    shared_text = "frame_options = [\"max_buffer_bytes\"]\n" + text.replace("name = \"demo\"", "name = \"demo2\"")
+    shared = manifest.load(write(tmp_path, shared_text, "demo2"))
+    assert [[v.id for v in group] for group in shared.probe_groups()] == [["call-only", "list-first"], ["small"]]
 
 
 def test_invalid_toml_names_the_file(tmp_path):

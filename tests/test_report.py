@@ -225,6 +225,7 @@ def _framework_run(root: Path) -> RunStore:
                     "no_limit_up_to": None,
                     "probes": 1,
                     "rejection": "frame too large",
+                    "same_for": ["sdk/<b>listing</b>"],
                 }
             ]
         )
@@ -248,6 +249,7 @@ def test_missing_values_are_explicit_never_nan(tmp_path):
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "2 fault rows, 1 client column,\n2 cells." in index
     assert '<td class="num" title="frame too large">1,048,576<br><small>1 probe</small></td>' in index
+    assert "<small>and sdk/&lt;b&gt;listing&lt;/b&gt; (same frame options, not searched again)</small>" in index
     cells = json.loads((out / "data" / "cells.json").read_text(encoding="utf-8"), parse_constant=_no_nan)
     rejected = next(c for c in cells if c["client"] == "fw" and c["case"] == "no-structured")
     assert rejected["outcome"] == "reject"
