@@ -247,23 +247,24 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over harness/, then over servers/reference/ (pyproject.toml [tool.mypy]).
+    """mypy --strict over harness/, then over servers/reference/ and servers/model/ (pyproject.toml [tool.mypy]).
 
-    The reference server runs as a directory of sibling modules (``python servers/reference``),
-    so it is checked with that directory as its import root.
+    Each server runs as a directory of sibling modules (``python servers/reference``), so it is
+    checked with that directory as its import root.
     """
     _install(session, "typecheck", "test", "docker")
     session.run("mypy", *session.posargs)
-    server = ROOT / "servers" / "reference"
-    modules = sorted(str(path) for path in server.glob("*.py") if path.name != "__init__.py")
-    session.run(
-        "mypy",
-        "--config-file",
-        str(ROOT / "pyproject.toml"),
-        "--explicit-package-bases",
-        *modules,
-        env={"MYPYPATH": str(server)},
-    )
+    for name in ("reference", "model"):
+        server = ROOT / "servers" / name
+        modules = sorted(str(path) for path in server.glob("*.py") if path.name != "__init__.py")
+        session.run(
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--explicit-package-bases",
+            *modules,
+            env={"MYPYPATH": str(server)},
+        )
 
 
 @nox.session
