@@ -14,7 +14,16 @@ from typing import Any
 
 from . import catalog
 from .errors import UsageError
-from .layout import JOURNAL_FILE, LIVE_FILE, LIVE_PIPE, LIVE_PROXY, REPLAY_FILE, SERVER_ENTRY
+from .layout import (
+    JOURNAL_FILE,
+    LIVE_FILE,
+    LIVE_PIPE,
+    LIVE_PROXY,
+    MODEL_DIRECTORY,
+    MODEL_JOURNAL_FILE,
+    REPLAY_FILE,
+    SERVER_ENTRY,
+)
 from .manifest import Adapter, Variant
 from .records import CONTRACT
 
@@ -24,6 +33,9 @@ FOLLOWUP_CALL: dict[str, Any] = {"name": "echo", "arguments": {"text": FOLLOWUP_
 
 BUDGET_S = {"schema": 30.0, "size": 60.0, "transport": 20.0, "protocol": 20.0}
 """Seconds the harness gives one adapter run, by family."""
+HOST_BUDGET_SCALE = 3.0
+"""An agent host's cell is a whole host run (its start-up, a title turn, a tool-search turn, the
+calls, the answer): opencode takes 27 s for a schema cell on two loaded cores, Gemini CLI 15 s."""
 CLIENT_TIMEOUT_SHARE = 0.6
 """The client's own request timeout, as a share of the budget, so that it fires first."""
 
@@ -60,9 +72,11 @@ class Cell:
 
     @property
     def budget_s(self) -> float:
-        """The family's budget (half as much again per further call), or the case's own (``Case.budget_s``), scaled."""
+        """The family's budget (half as much again per further call), or the case's own (``Case.budget_s``),
+        scaled (and by ``HOST_BUDGET_SCALE`` for an agent host)."""
         base = self.case.budget_s or BUDGET_S[self.case.family]
-        return self.budget_scale * (base + (self.case.calls - 1) * base / 2)
+        host = HOST_BUDGET_SCALE if self.adapter.kind == "host" else 1.0
+        return host * self.budget_scale * (base + (self.case.calls - 1) * base / 2)
 
     @property
     def is_http(self) -> bool:
@@ -119,6 +133,15 @@ class Cell:
             "followup": FOLLOWUP_CALL,
             "call_timeout_ms": int(budget_ms * CLIENT_TIMEOUT_SHARE / self.case.calls),
             "budget_ms": budget_ms,
+        } | ({"model": self.model(server_dir, cell_dir, python)} if self.adapter.kind == "host" else {})
+
+    def model(self, server_dir: Path, cell_dir: Path, python: str) -> dict[str, Any]:
+        """An agent host's scripted model (``servers/model``): how to start it and where it journals;
+        the adapter adds ``--script`` (the cell's calls and follow-up) and ``--port``."""
+        return {
+            "command": python,
+            "args": ["-S", str(server_dir.parent / MODEL_DIRECTORY), "--journal", str(cell_dir / MODEL_JOURNAL_FILE)],
+            "journal": str(cell_dir / MODEL_JOURNAL_FILE),
         }
 
 

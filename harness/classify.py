@@ -23,6 +23,7 @@ from servers.reference.elide import as_text
 from . import compare, model_view
 from .catalog import LEGACY_PROTOCOL
 from .cells import FOLLOWUP_CALL, FOLLOWUP_TEXT
+from .manifest import MODEL_VIEW_KINDS
 from .records import Call, CellRecord, ErrorInfo, JournalEvent, Observation, RunMeta
 
 OUTCOMES = ("pass", "error-result", "reject", "disconnect", "timeout", "crash", "harness-error")
@@ -207,7 +208,7 @@ def facts(record: CellRecord) -> dict[str, Any]:
     raised = [call for call in calls if call.get("status") == "raised"]
     returned = [call for call in calls if call.get("status") == "returned"]
     sent = sent_results(journal)
-    framework = record.get("kind") == "framework"
+    framework = record.get("kind") in MODEL_VIEW_KINDS
     altered_fields = [] if framework else _altered_fields(calls, sent)
     first_error = (
         initialize.get("error")
@@ -309,7 +310,8 @@ def classify(frame: pd.DataFrame) -> pd.DataFrame:
     failed = frame["outcome"].eq("harness-error")
     frame.loc[failed, "error_type"] = "HarnessError"
     frame.loc[failed, "error_message"] = frame.loc[failed, "harness_error"]
-    frame["model_aborted"] = (frame["kind"].eq("framework") & frame["call_raised"]).where(frame["kind"].eq("framework"))
+    viewed = frame["kind"].isin(MODEL_VIEW_KINDS)
+    frame["model_aborted"] = (viewed & frame["call_raised"]).where(viewed)
     frame["altered"] = frame["altered"].astype("boolean")
     frame.loc[~frame["outcome"].isin(["pass", "error-result"]), "altered"] = pd.NA
     return frame

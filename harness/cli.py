@@ -108,7 +108,7 @@ def _kind_flag(command: argparse.ArgumentParser) -> None:
         "--kind",
         default=None,
         metavar="{" + ",".join(manifest.KINDS) + "}",
-        help=f"only adapters of this kind: {' or '.join(manifest.KINDS)} (default: env MCPCM_KIND, else both)",
+        help=f"only adapters of this kind: {', '.join(manifest.KINDS)} (default: env MCPCM_KIND, else sdk, framework)",
     )
 
 

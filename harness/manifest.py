@@ -21,7 +21,11 @@ Option = str | int | float | bool
 RUNTIMES = ("python", "node", "go", "rust", "java")
 """``go``, ``rust`` and ``java`` adapters are compiled at prepare (:mod:`harness.toolchains`)."""
 TRANSPORTS = ("stdio", "http-json", "http-sse")
-KINDS = ("sdk", "framework")
+KINDS = ("sdk", "framework", "host")
+MODEL_VIEW_KINDS = ("framework", "host")
+"""The kinds whose calls are agent runs with a scripted model, observed through the model view."""
+ON_REQUEST = ("host",)
+"""The kinds left out of a run that names neither adapters nor a kind (``--kind host`` runs them)."""
 KNOWN_KEYS = {
     "name",
     "title",
@@ -78,7 +82,9 @@ class Adapter:
     ``node-linux-<arch>`` package on both backends (:mod:`harness.node_releases`); the docker backend
     requires it, the local backend runs the host's ``node`` without it."""
     kind: str = "sdk"
-    """``sdk``: a client library; ``framework``: an agent framework whose model view is observed."""
+    """``sdk``: a client library; ``framework``: an agent framework whose model view is observed;
+    ``host``: an agent host (a CLI coding agent) run against the scripted model (``servers/model``),
+    in a network namespace with loopback only, its model view read from the model's journal."""
     families: tuple[str, ...] | None = None
     """The fault families the adapter runs, when fewer than all (``None``: every family)."""
     protocols: tuple[str, ...] = (LEGACY_PROTOCOL,)

@@ -16,6 +16,7 @@ from typing import Any
 
 from . import boundary, result_checks, store
 from .case_files import CaseFile
+from .manifest import MODEL_VIEW_KINDS
 
 EXCERPT = 160
 
@@ -49,7 +50,7 @@ class Reading:
             if cell.get("altered"):
                 return f"{_where(cell)}: the caller's result differs from what was sent in {cell['altered_fields']}"
         passed = all(cell["outcome"] == "pass" for cell in self.cells)
-        return "the caller got the result as sent" if passed and self.kind != "framework" else ""
+        return "the caller got the result as sent" if passed and self.kind not in MODEL_VIEW_KINDS else ""
 
 
 def _where(cell: dict[str, Any]) -> str:
@@ -100,6 +101,6 @@ def page(
         "data": case_file.data,
         "checks": result_checks.check(case_file, boundaries),
         "probed_run": probed_run,
-        "sdk": readings((c for c in cells if c["kind"] != "framework"), columns),
-        "frameworks": readings((c for c in cells if c["kind"] == "framework"), columns),
+        "sdk": readings((c for c in cells if c["kind"] not in MODEL_VIEW_KINDS), columns),
+        "frameworks": readings((c for c in cells if c["kind"] in MODEL_VIEW_KINDS), columns),
     }

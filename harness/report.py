@@ -22,6 +22,7 @@ import pandas as pd
 
 from . import boundary, case_files, catalog, live, model_view, overview_view, recorded_view, report_view, sweep_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
+from .manifest import MODEL_VIEW_KINDS
 from .records import RunMeta
 from .store import RunStore
 
@@ -272,12 +273,12 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
     records = {record["key"]: record for record in run.records()}
     frame = cells_frame(list(records.values()), meta)
     every_column = _columns(frame, meta)
-    columns = [column for column in every_column if column["kind"] != "framework"]
-    framework_columns = [column for column in every_column if column["kind"] == "framework"]
-    sdk_frame = frame[frame["kind"] != "framework"]
+    columns = [column for column in every_column if column["kind"] not in MODEL_VIEW_KINDS]
+    framework_columns = [column for column in every_column if column["kind"] in MODEL_VIEW_KINDS]
+    sdk_frame = frame[~frame["kind"].isin(MODEL_VIEW_KINDS)]
     plain = report_view.plain_records(frame)  # cells.json, and every page's values
     shown = [_shown(row) for row in plain]
-    sdk_cells = [cell for cell in shown if cell["kind"] != "framework"]
+    sdk_cells = [cell for cell in shown if cell["kind"] not in MODEL_VIEW_KINDS]
     error_refs, errors = overview_view.error_index(sdk_cells, columns)
     for cell in sdk_cells:
         cell["err_ref"] = error_refs.get((cell["client"], cell["short"])) if cell["short"] else None
@@ -331,13 +332,13 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             ),
             encoding="utf-8",
         )
-    framework_frame = frame[frame["kind"] == "framework"]
+    framework_frame = frame[frame["kind"].isin(MODEL_VIEW_KINDS)]
     (staging / "model-view.html").write_text(
         env.get_template("model-view.html.j2").render(
             meta=meta,
             conformance=conformance,
             columns=framework_columns,
-            rows=_rows([cell for cell in shown if cell["kind"] == "framework"], framework_columns, cases),
+            rows=_rows([cell for cell in shown if cell["kind"] in MODEL_VIEW_KINDS], framework_columns, cases),
             total=len(framework_frame),
             channels=model_view.CHANNELS,
             channel_legend=CHANNEL_LEGEND,

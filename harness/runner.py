@@ -20,6 +20,7 @@ from pathlib import Path
 from . import process, workers
 from .backends import Backend
 from .cells import Cell
+from .manifest import MODEL_VIEW_KINDS
 from .observation import ObservationError, read
 from .records import CellRecord, JournalEvent
 from .store import RunStore, trim_log
@@ -91,7 +92,7 @@ def run_cell(backend: Backend, store: RunStore, cell: Cell) -> CellRecord:
         raw = files.raw_observation
         if raw.exists() and not finished.timed_out:
             try:
-                record["observation"] = read(raw, label=Path(raw.name), framework=cell.adapter.kind == "framework")
+                record["observation"] = read(raw, label=Path(raw.name), framework=cell.adapter.kind in MODEL_VIEW_KINDS)
             except ObservationError as exc:  # the invalid file stays in the cell directory as evidence
                 record["harness_error"] = f"invalid observation: {exc}"
             else:

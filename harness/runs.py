@@ -99,6 +99,9 @@ def check_kind(kind: str | None, source: str = "--kind") -> str | None:
 def select_adapters(layout: Layout, names: tuple[str, ...] | list[str], kind: str | None = None) -> list[Adapter]:
     """The adapters named (adapter or adapter/variant; all when none), of ``kind`` when given.
 
+    With neither names nor ``kind``, the adapters of a kind that runs on request only
+    (:data:`manifest.ON_REQUEST`: the agent hosts) are left out.
+
     Broken adapter directories are included (as broken adapters) when selected, so that they show
     as harness-error columns; a name that exists but is excluded by ``kind`` says so. A name
     ``ADAPTER@VERSION`` is that adapter at another version of its package (:mod:`harness.versions`).
@@ -119,7 +122,11 @@ def select_adapters(layout: Layout, names: tuple[str, ...] | list[str], kind: st
         if pin is not None:
             env = environments.process_env(layout, adapter)
             pinned.append(versions.derive(layout, adapter, pin.version, env))
-    chosen = [a for a in found if (not wanted or a.name in wanted) and (kind is None or a.kind == kind)]
+    chosen = [
+        a
+        for a in found
+        if (a.name in wanted if wanted else kind == a.kind or (kind is None and a.kind not in manifest.ON_REQUEST))
+    ]
     return chosen + pinned
 
 

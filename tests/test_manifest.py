@@ -156,7 +156,7 @@ transports = ["http-json"]
     text = GOOD.replace('transports = ["stdio"]', 'transports = ["stdio", "http-json"]') + variants
     every = manifest.load(write(tmp_path, text))
     assert [[v.id for v in group] for group in every.probe_groups()] == [["call-only"], ["list-first"], ["small"]]
-    shared_text = "frame_options = [\"max_buffer_bytes\"]\n" + text.replace("name = \"demo\"", "name = \"demo2\"")
+    shared_text = 'frame_options = ["max_buffer_bytes"]\n' + text.replace('name = "demo"', 'name = "demo2"')
     shared = manifest.load(write(tmp_path, shared_text, "demo2"))
     assert [[v.id for v in group] for group in shared.probe_groups()] == [["call-only", "list-first"], ["small"]]
 

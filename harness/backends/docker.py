@@ -62,6 +62,11 @@ def _owner_alive(owner: str) -> bool:
     return True
 
 
+def _local_only(adapter: Adapter) -> None:
+    if adapter.kind == "host":
+        raise PrepareError(f"{adapter.name}: agent hosts run on the local backend only (docs/hosts.md)")
+
+
 def orphaned(containers: list[Any], host: str) -> list[Any]:
     """The containers whose owning harness process on ``host`` is gone.
 
@@ -104,6 +109,7 @@ class DockerBackend:
     # -- images -------------------------------------------------------------------------------
 
     def prepare(self, adapter: Adapter) -> bool:
+        _local_only(adapter)
         image, built = images.build(
             self.layout,
             adapter,
@@ -115,6 +121,7 @@ class DockerBackend:
         return built
 
     def check(self, adapter: Adapter) -> None:
+        _local_only(adapter)
         self._images[adapter.name] = images.find(self.client, self.layout, adapter)
 
     def _image(self, adapter: Adapter) -> images.Image:

@@ -22,11 +22,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .. import class_archive, environments, process, snapshots, toolchains, workers
+from .. import class_archive, environments, loopback, process, snapshots, toolchains, workers
 from ..cells import Cell
 from ..layout import CellFiles, Layout
 from ..manifest import Adapter
 from ..process import Finished
+from . import PrepareError
 from .reference import READY_S, parse_url_line
 
 WARM_STARTS = {"node": "snapshot", "java": "class archive"}
@@ -83,6 +84,11 @@ class LocalBackend:
     def prepare(self, adapter: Adapter) -> bool:
         """The adapter's environment and, under ``worker`` isolation, a Node adapter's snapshot or a
         Java adapter's class archive."""
+        if adapter.kind == "host":
+            try:
+                loopback.check()
+            except loopback.LoopbackUnavailable as exc:
+                raise PrepareError(f"{adapter.name}: {exc}") from exc
         built = environments.prepare(self.layout, adapter)
         if adapter.runtime in WARM_STARTS and self.isolation == "worker":
             ensure = snapshots.ensure if adapter.runtime == "node" else class_archive.ensure
@@ -143,7 +149,7 @@ class LocalBackend:
                 except workers.NotForked:
                     pass  # the worker is gone and nothing ran: this cell runs as a process
             return process.run_bounded(
-                command,
+                loopback.command(command) if cell.adapter.kind == "host" else command,
                 cwd=cell.adapter.directory,
                 env=environments.process_env(self.layout, cell.adapter),
                 timeout_s=cell.budget_s,

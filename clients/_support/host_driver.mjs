@@ -1,0 +1,188 @@
+/**
+ * The driver shared by the **agent host** adapters (ES module, no dependencies): one host run per
+ * cell against the scripted model (servers/model), its model view read from the model's journal.
+ *
+ * Contract: docs/hosts.md. An adapter holds only what is specific to its host and ends with
+ * `runHost({ name, package, adapterUrl, host })`, where `host` is a {@link Host}. The harness runs
+ * the adapter in a network namespace with loopback only (harness/loopback.py) and hands it
+ * `cell.model` (how to start the scripted model and where it journals).
+ *
+ * On framework_driver.mjs's steps:
+ *  - `initialize` is the whole host run: the driver writes the script (the cell's calls, then the
+ *    follow-up, then a plain answer), starts the scripted model on 127.0.0.1, has the adapter
+ *    write the host's configuration and command ({@link Host.launch}), runs the host to its end
+ *    (the cell's budget bounds it: the driver's watchdog kills every child), stops the model and
+ *    reads its journal; it raises when the host did not connect to the server (the reference
+ *    server's journal has no request from it, or {@link Host.connected} says so);
+ *  - `list_tools`: the names the host exposed the reference server's tools under (every name
+ *    offered to the model in any turn that ends in a tool of the script);
+ *  - each call and the follow-up: the tool result the model received for it, the first request
+ *    after the turn in which the model called it, as the model server's dialect read it
+ *    (`results` of the journal's turn: the content exactly, the dialect's error field); `raised`
+ *    when the model never called it (with what the model was told) or never received its result.
+ *
+ * @module host_driver
+ */
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+
+import { PROMPT, modelView, runFramework } from './framework_driver.mjs';
+
+export { PROMPT };
+
+/** How long the scripted model may take to listen. */
+const READY_MS = 10000;
+
+/** What a host may put between its prefix and a tool's own name (servers/model/script.py SEPARATORS). */
+const SEPARATORS = ['__', '_', '.', '-', '/', ':'];
+
+/** The final answer of every script. */
+export const ANSWER = 'Done.';
+
+/** The name of the reference server in every host's configuration. */
+export const SERVER = 'ref';
+
+/**
+ * The host-specific part of an adapter.
+ * @typedef {object} Host
+ * @property {(ctx: LaunchContext) => {command: string, args: string[], env: Record<string, string>,
+ *   cwd: string}} launch write the host's configuration into the cell directory and say how to run it
+ * @property {(ctx: LaunchContext, exit: number|string) => string|null} [connected] why the host did
+ *   not connect to the reference server (from its own output), or null when it did
+ * @property {(value: unknown) => {value: unknown, added: string[]}} [ownWords] what the host added
+ *   to a tool result that is not the server's (a reminder, a header), taken out of `value` and kept
+ *   under `host_added`
+ * @property {string} errorFlagField where the dialect's error marker sits (`tool_result.is_error`)
+ */
+
+/**
+ * @typedef {object} LaunchContext
+ * @property {object} cell the cell file
+ * @property {string} cellDir the cell's directory (the model journal's)
+ * @property {string} url the scripted model's base URL (`http://127.0.0.1:PORT`)
+ * @property {string[]} tools the script's tool names, in order, each once
+ * @property {string} adapterDir the adapter's directory
+ */
+
+/** `name` is `tool`, or ends in a separator and `tool`. */
+export function isTool(name, tool) {
+  return typeof name === 'string' && (name === tool || SEPARATORS.some((sep) => name.endsWith(sep + tool)));
+}
+
+function readJsonLines(file) {
+  if (!fs.existsSync(file)) return [];
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => {
+    try {
+      return JSON.parse(line);
+    } catch {
+      return { unparsed: line };
+    }
+  });
+}
+
+function startModel(cell, scriptPath) {
+  const child = spawn(cell.model.command, [...cell.model.args, '--script', scriptPath, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the scripted model did not listen in ${READY_MS} ms`)), READY_MS);
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`the scripted model exited ${code} before listening`)));
+    readline.createInterface({ input: child.stdout }).once('line', (line) => {
+      clearTimeout(timer);
+      resolve({ child, url: JSON.parse(line).url });
+    });
+  });
+}
+
+function runToEnd({ command, args, env, cwd }, stdoutPath) {
+  const out = fs.openSync(stdoutPath, 'w');
+  const child = spawn(command, args, { cwd, env, stdio: ['ignore', out, 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.on('error', (err) => {
+      fs.closeSync(out);
+      reject(err);
+    });
+    child.on('exit', (code, signal) => {
+      fs.closeSync(out);
+      resolve(code ?? signal);
+    });
+  });
+}
+
+/** Why the reference server's journal shows no request from the host (it never started or spoke to it), or null. */
+function serverNotStarted(cellDir) {
+  const journal = readJsonLines(path.join(cellDir, 'journal.jsonl'));
+  if (journal.length === 0) return 'the host never started the reference server';
+  return journal.some((e) => e.event === 'recv' && e.kind === 'request') ? null : 'the host sent the server no request';
+}
+
+function hostError(name, message) {
+  return Object.assign(new Error(message), { name });
+}
+
+/**
+ * Run one cell with `host` and exit (framework_driver.mjs `runFramework` underneath).
+ * @param {{name: string, package: string, adapterUrl: string, host: Host}} adapter
+ */
+export function runHost({ name, package: pkg, adapterUrl, host }) {
+  const adapterDir = path.dirname(new URL(adapterUrl).pathname);
+
+  async function connect({ cell }) {
+    if (!cell.model?.journal) throw new Error('the cell file has no "model" (an agent host cell needs the scripted model)');
+    const cellDir = path.dirname(cell.model.journal);
+    const steps = [...cell.calls, cell.followup].map((c) => ({ tool: c.name, arguments: c.arguments ?? {} }));
+    const scriptPath = path.join(cellDir, 'model-script.json');
+    fs.writeFileSync(scriptPath, JSON.stringify({ steps, answer: ANSWER }));
+    const model = await startModel(cell, scriptPath);
+    const ctx = { cell, cellDir, url: model.url, tools: [...new Set(steps.map((s) => s.tool))], adapterDir };
+    let exit;
+    try {
+      exit = await runToEnd(host.launch(ctx), path.join(cellDir, 'host-stdout.txt'));
+    } finally {
+      model.child.kill('SIGTERM');
+    }
+    const why = host.connected?.(ctx, exit) ?? serverNotStarted(cellDir);
+    if (why !== null) throw hostError('HostMcpNotConnected', `${name} did not connect to the server: ${why} (exit ${exit})`);
+    const turns = readJsonLines(cell.model.journal).filter((e) => e.event === 'turn');
+    return { steps, turns, exit, next: 0, netns: fs.readlinkSync('/proc/self/ns/net') };
+  }
+
+  async function listTools(handle) {
+    const offered = handle.turns.flatMap((t) => t.offered ?? []);
+    return [...new Set(offered)].filter((n) => handle.steps.some((s) => isTool(n, s.tool)));
+  }
+
+  async function runCall(handle, call) {
+    const number = handle.next++;
+    const earlier = handle.steps.slice(0, number).filter((s) => s.tool === call.name).length;
+    const asked = handle.turns.filter((t) => isTool(t.action?.call, call.name))[earlier];
+    if (!asked) {
+      const last = handle.turns.at(-1);
+      const why = last?.action?.reason ?? 'the host made no model request';
+      throw hostError('HostNeverCalled', `the model never called ${call.name} (${why}; the host exited ${handle.exit})`);
+    }
+    const callId = asked.action.call_id;
+    const answered = handle.turns.find((t) => t.number > asked.number && (t.results ?? []).some((r) => r.call_id === callId));
+    if (!answered) {
+      throw hostError('HostNoToolResult', `the host never handed the model a result for ${asked.action.call} (exit ${handle.exit})`);
+    }
+    const found = answered.results.find((r) => r.call_id === callId);
+    const { value, added } = host.ownWords ? host.ownWords(found.content) : { value: found.content, added: [] };
+    return {
+      result: value,
+      model_view: modelView({
+        value,
+        errorFlag: found.is_error ?? null,
+        errorFlagField: found.is_error === null || found.is_error === undefined ? null : host.errorFlagField,
+        message: found.block,
+      }),
+      extra: { host_added: added, model_turn: answered.number, exposed_as: asked.action.call, net_namespace: handle.netns },
+    };
+  }
+
+  runFramework({ name, package: pkg, adapterUrl, options: {}, framework: { connect, listTools, runCall, close: async () => {} } });
+}
