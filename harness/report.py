@@ -22,6 +22,7 @@ import pandas as pd
 
 from . import boundary, case_files, catalog, live, model_view, overview_view, recorded_view, report_view, sweep_view
 from .classify import OUTCOMES, cells_frame, sent_results, short_error
+from .layout import MODEL_JOURNAL_FILE
 from .manifest import MODEL_VIEW_KINDS
 from .records import RunMeta
 from .store import RunStore
@@ -365,6 +366,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
                 no_model_view=row["no_model_view"],
                 stdout=_read_log(files.stdout),
                 stderr=_read_log(files.stderr),
+                model_events=report_view.model_journal(files.directory / MODEL_JOURNAL_FILE),
             ),
             encoding="utf-8",
         )

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -110,3 +112,43 @@ def boundary_cell(result: dict[str, Any] | None) -> dict[str, str]:
         "probes": counted(result["probes"], "probe"),
         "title": result.get("rejection") or "",
     }
+
+
+MODEL_SHOWN = 2000
+"""Characters of a tool result's content shown per scripted-model turn on a host cell's page."""
+
+
+def model_journal(path: Path) -> list[dict[str, Any]]:
+    """An agent host cell's scripted-model journal, for its evidence page: every connection (its
+    peer) and request, each model turn with the tools offered, the model's move and the tool results
+    the request carried (content cut to ``MODEL_SHOWN`` characters); not the request bodies, which
+    stay in the cell's ``model.jsonl``. Empty for any other cell."""
+    if not path.exists():
+        return []
+    shown = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            shown.append({"t": "", "event": "unparsed", "detail": line[:MODEL_SHOWN]})
+            continue
+        detail: Any = {k: entry.get(k) for k in ("peer", "url", "method", "path") if entry.get(k) is not None}
+        if entry.get("event") == "turn":
+            detail = {
+                "turn": entry.get("number"),
+                "dialect": entry.get("dialect"),
+                "path": entry.get("path"),
+                "offered": entry.get("offered"),
+                "model": entry.get("action"),
+                "results": [
+                    {**{k: r.get(k) for k in ("call_id", "tool", "is_error")}, "content": _cut(r.get("content"))}
+                    for r in entry.get("results") or []
+                ],
+            }
+        shown.append({"t": entry.get("t", ""), "event": entry.get("event", ""), "detail": detail})
+    return shown
+
+
+def _cut(value: Any) -> Any:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= MODEL_SHOWN else f"{text[:MODEL_SHOWN]}… ({len(text):,} characters)"

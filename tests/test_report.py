@@ -297,3 +297,29 @@ def test_missing_values_are_explicit_never_nan(tmp_path):
 def test_boundary_cells(result, text, note, probes):
     cell = report_view.boundary_cell(result)
     assert (cell["text"], cell["note"], cell["probes"]) == (text, note, probes)
+
+
+def test_a_host_cells_model_journal_is_summarized_for_its_page(tmp_path):
+    journal = tmp_path / "model.jsonl"
+    turn = {
+        "t": 1.5,
+        "event": "turn",
+        "number": 2,
+        "dialect": "openai-chat",
+        "path": "/v1/chat/completions",
+        "body": {"messages": ["x" * 100_000]},
+        "offered": ["ref_get_account_balance"],
+        "action": {"answer": "Done.", "reason": "the script is done"},
+        "results": [
+            {"call_id": "call_1", "tool": "ref_get_account_balance", "content": "<b>" * 1000, "is_error": None}
+        ],
+    }
+    lines = [{"t": 0.1, "event": "connection", "peer": "127.0.0.1:5000"}, turn]
+    journal.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n")
+    connection, shown, unparsed = report_view.model_journal(journal)
+    assert connection == {"t": 0.1, "event": "connection", "detail": {"peer": "127.0.0.1:5000"}}
+    assert "body" not in shown["detail"] and shown["detail"]["model"] == turn["action"]
+    [result] = shown["detail"]["results"]
+    assert result["content"].endswith("… (3,000 characters)") and len(result["content"]) < 2100
+    assert unparsed["event"] == "unparsed"
+    assert report_view.model_journal(tmp_path / "absent.jsonl") == []
