@@ -51,7 +51,7 @@ from typing import Any
 from . import catalog, process
 from .backends import Backend
 from .cells import Cell, server_program
-from .classify import cells_frame
+from .classify import TIMEOUT_TEXT, cells_frame
 from .layout import JOURNAL_FILE
 from .manifest import Adapter, Variant
 from .records import RunMeta
@@ -176,12 +176,14 @@ def verdict(row: Mapping[str, Any]) -> Verdict:
     rejects it, except a timeout: a client that is merely slow to read a large frame times out too,
     so a timeout is inconclusive, unless the client reported an error out of band before it (it
     said it dropped or refused the frame, then waited for an answer that had gone: rmcp, the Java
-    SDK), which is its rejection."""
+    SDK), which is its rejection; a report of the timeout itself (the Kotlin SDK logs "Request timed
+    out") is no such error."""
     detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()
     if row["outcome"] == "timeout":
-        if not row["transport_error_count"]:
+        reported = [e for e in (row["transport_errors"] or "").split("; ") if e and not TIMEOUT_TEXT.search(e)]
+        if not reported:  # nothing, or only the client logging its own timeout (the Kotlin SDK does)
             return None, detail[:300]
-        return False, f"{detail}, after the client reported: {row['transport_errors']}"[:300]
+        return False, f"{detail}, after the client reported: {'; '.join(reported)}"[:300]
     return row["outcome"] == "pass", detail[:300]
 
 

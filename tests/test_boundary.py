@@ -272,6 +272,10 @@ def test_a_probe_cell_verdict():
     dropped = "rmcp::transport::async_rw: Incoming message exceeded the maximum line length"
     refused, detail = boundary.verdict(_row("timeout", dropped))
     assert refused is False and detail.endswith(f"after the client reported: {dropped}")
+    own = "ERROR io.modelcontextprotocol.kotlin.sdk.shared.Protocol: Request timed out after 18000ms: ToolsCall"
+    assert boundary.verdict(_row("timeout", own))[0] is None, "the client reporting its own timeout refused nothing"
+    refused, detail = boundary.verdict(_row("timeout", f"{own}; {dropped}"))
+    assert refused is False and detail.endswith(f"after the client reported: {dropped}")
 
 
 def test_a_probe_runs_quick_first_and_patient_after_a_bare_timeout():
