@@ -94,7 +94,7 @@ def test_a_go_adapter_is_built_once_and_rebuilt_when_a_source_changes(checkout, 
     meta = scratch.meta("r")
     assert meta["toolchains"]["go"].startswith("1.")
     assert meta["adapters"]["go-crash"]["runtime_version"] == "go" + meta["toolchains"]["go"]
-    assert meta["adapters"]["go-crash"]["isolation"].startswith("process (a compiled go adapter")
+    assert meta["adapters"]["go-crash"]["isolation"] == "process (a native go binary starts as a process of its own)"
 
 
 @needs_go
