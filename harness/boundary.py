@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,10 +51,10 @@ from typing import Any
 from . import catalog, process
 from .backends import Backend
 from .cells import Cell, server_program
-from .classify import TIMEOUT_TEXT, cells_frame
+from .classify import cells_frame, error_text, is_client_timeout
 from .layout import JOURNAL_FILE
 from .manifest import Adapter, Variant
-from .records import RunMeta
+from .records import ErrorInfo, RunMeta
 from .runner import Interrupted, run_cell
 from .store import RunStore
 
@@ -137,18 +137,18 @@ def _accepts(
     store: RunStore,
     meta: RunMeta,
     adapter: Adapter,
-    variant_id: str,
+    variant: Variant,
     kind: str,
     size: int,
     *,
     patient: bool,
 ) -> Verdict:
-    variant = next(v for v in adapter.variants if v.id == variant_id)
     case = probe_case(kind, size, patient=patient)
     scale = PROBE_BUDGET_SCALE if patient else QUICK_BUDGET_SCALE
     cell = ProbeCell(adapter, variant, case, "none", "stdio", scale, probe_kind=kind, probe_bytes=size)
     record = run_cell(backend, store, cell)
-    return verdict(cells_frame([record], meta).iloc[0].to_dict())
+    reported = (record.get("observation") or {}).get("transport_errors") or []
+    return verdict(cells_frame([record], meta).iloc[0].to_dict(), reported)
 
 
 class QuickThenPatient:
@@ -171,17 +171,17 @@ class QuickThenPatient:
         return self._run(size, True)
 
 
-def verdict(row: Mapping[str, Any]) -> Verdict:
+def verdict(row: Mapping[str, Any], transport_errors: Sequence[ErrorInfo] = ()) -> Verdict:
     """A probe cell's classified row as a verdict. A pass accepts the frame, any other outcome
     rejects it, except a timeout: a client that is merely slow to read a large frame times out too,
-    so a timeout is inconclusive, unless the client reported an error out of band before it (it
-    said it dropped or refused the frame, then waited for an answer that had gone: rmcp, the Java
-    SDK), which is its rejection; a report of the timeout itself (the Kotlin SDK logs "Request timed
-    out") is no such error."""
+    so a timeout is inconclusive, unless the client reported an error out of band before it
+    (``transport_errors``: it said it dropped or refused the frame, then waited for an answer that
+    had gone: rmcp, the Java SDK), which is its rejection; a report of the timeout itself (the
+    Kotlin SDK logs "Request timed out") is no such error (``classify.is_client_timeout``)."""
     detail = f"{row['outcome']}: {row['error_type'] or ''} {row['error_message'] or ''}".strip()
     if row["outcome"] == "timeout":
-        reported = [e for e in (row["transport_errors"] or "").split("; ") if e and not TIMEOUT_TEXT.search(e)]
-        if not reported:  # nothing, or only the client logging its own timeout (the Kotlin SDK does)
+        reported = [error_text(e) for e in transport_errors if not is_client_timeout(e)]
+        if not reported:
             return None, detail[:300]
         return False, f"{detail}, after the client reported: {'; '.join(reported)}"[:300]
     return row["outcome"] == "pass", detail[:300]
@@ -315,10 +315,9 @@ def probe_all(
 
     def run(task: tuple[Adapter, tuple[Variant, ...], str], stop: threading.Event) -> Boundary:
         adapter, (variant, *same), kind = task
-        variant_id = variant.id
 
         def run_once(size: int, patient: bool) -> Verdict:
-            verdict = _accepts(backend, probe_store, meta, adapter, variant_id, kind, size, patient=patient)
+            verdict = _accepts(backend, probe_store, meta, adapter, variant, kind, size, patient=patient)
             if stop.is_set():  # this probe was killed by the interruption: it says nothing
                 raise Interrupted("probe interrupted; boundary.json not written")
             return verdict
@@ -329,7 +328,7 @@ def probe_all(
         result = Boundary(
             adapter.column(variant),
             adapter.name,
-            variant_id,
+            variant.id,
             kind,
             found.largest_accepted,
             found.smallest_rejected,

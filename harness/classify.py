@@ -80,7 +80,7 @@ COLUMNS = (
 )
 
 
-def _error_text(error: ErrorInfo | None) -> str:
+def error_text(error: ErrorInfo | None) -> str:
     if not error:
         return ""
     code = f" {error['code']}" if error.get("code") is not None else ""
@@ -245,7 +245,7 @@ def facts(record: CellRecord) -> dict[str, Any]:
         "altered": bool(altered_fields) if returned and sent and not framework else None,
         "altered_fields": ",".join(altered_fields),
         "error": first_error,
-        "transport_errors": "; ".join(_error_text(e) for e in transport_errors)[:2000],
+        "transport_errors": "; ".join(error_text(e) for e in transport_errors)[:2000],
         "transport_error_count": len(transport_errors),
         "unhandled": any(error.get("source") in UNHANDLED_SOURCES for error in transport_errors),
         "package_version_observed": observation.get("package_version"),

@@ -254,14 +254,17 @@ def test_a_probe_frame_is_exact_and_ends_with_its_json_value(kind):
     assert done.stdout.split("\n")[:4] == [f"{n} }}" for n in range(4096, 4100)]
 
 
-def _row(outcome: str, transport_errors: str = "") -> dict:
+def _row(outcome: str) -> dict:
     return {
         "outcome": outcome,
         "error_type": "Elapsed" if outcome == "timeout" else None,
         "error_message": "deadline has elapsed" if outcome == "timeout" else None,
-        "transport_errors": transport_errors,
-        "transport_error_count": 1 if transport_errors else 0,
     }
+
+
+def _logged(message: str) -> dict:
+    """An out-of-band error as an adapter records a logged line."""
+    return {"type": "LogRecord", "code": None, "message": message}
 
 
 def test_a_probe_cell_verdict():
@@ -269,13 +272,16 @@ def test_a_probe_cell_verdict():
     assert boundary.verdict(_row("disconnect"))[0] is False
     slow, detail = boundary.verdict(_row("timeout"))
     assert slow is None and detail == "timeout: Elapsed deadline has elapsed", "a slow read proves no limit"
-    dropped = "rmcp::transport::async_rw: Incoming message exceeded the maximum line length"
-    refused, detail = boundary.verdict(_row("timeout", dropped))
-    assert refused is False and detail.endswith(f"after the client reported: {dropped}")
-    own = "ERROR io.modelcontextprotocol.kotlin.sdk.shared.Protocol: Request timed out after 18000ms: ToolsCall"
-    assert boundary.verdict(_row("timeout", own))[0] is None, "the client reporting its own timeout refused nothing"
-    refused, detail = boundary.verdict(_row("timeout", f"{own}; {dropped}"))
-    assert refused is False and detail.endswith(f"after the client reported: {dropped}")
+    dropped = _logged("rmcp::transport::async_rw: Incoming message exceeded the maximum line length")
+    shown = f"LogRecord: {dropped['message']}"
+    refused, detail = boundary.verdict(_row("timeout"), [dropped])
+    assert refused is False and detail.endswith(f"after the client reported: {shown}")
+    own = _logged(
+        "ERROR io.modelcontextprotocol.kotlin.sdk.shared.Protocol: Request timed out after 18000ms: ToolsCall"
+    )
+    assert boundary.verdict(_row("timeout"), [own])[0] is None, "the client reporting its own timeout refused nothing"
+    refused, detail = boundary.verdict(_row("timeout"), [own, dropped])
+    assert refused is False and detail.endswith(f"after the client reported: {shown}")
 
 
 def test_a_probe_runs_quick_first_and_patient_after_a_bare_timeout():
