@@ -10,6 +10,7 @@ when not root); this file, run inside it, brings ``lo`` up with one ioctl and ex
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shutil
 import socket
@@ -34,8 +35,10 @@ def command(argv: list[str]) -> list[str]:
     return [unshare, "--net", "--map-root-user", sys.executable, "-S", str(Path(__file__).resolve()), *argv]
 
 
+@functools.cache
 def check() -> None:
-    """Make a namespace and try the network from inside it: loopback must work, anything else must not."""
+    """Make a namespace and try the network from inside it: loopback must work, anything else must not.
+    Once per process when it passes (every host adapter's prepare asks)."""
     if shutil.which("unshare") is None:
         raise LoopbackUnavailable("`unshare` (util-linux) is not on PATH: agent hosts run in a loopback-only namespace")
     probe = [sys.executable, "-S", "-c", _PROBE]

@@ -122,11 +122,12 @@ def select_adapters(layout: Layout, names: tuple[str, ...] | list[str], kind: st
         if pin is not None:
             env = environments.process_env(layout, adapter)
             pinned.append(versions.derive(layout, adapter, pin.version, env))
-    chosen = [
-        a
-        for a in found
-        if (a.name in wanted if wanted else kind == a.kind or (kind is None and a.kind not in manifest.ON_REQUEST))
-    ]
+    if wanted:
+        chosen = [a for a in found if a.name in wanted]
+    elif kind is not None:
+        chosen = [a for a in found if a.kind == kind]
+    else:
+        chosen = [a for a in found if a.kind not in manifest.ON_REQUEST]
     return chosen + pinned
 
 

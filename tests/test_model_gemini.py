@@ -58,8 +58,8 @@ def test_parse_reads_the_offered_tools_and_the_calls_made():
 @pytest.mark.parametrize(
     "turns, expected",
     [
-        (0, Call("mcp_ref_get_account_balance", {"account_id": "ACC-4471"}, "call_1")),
-        (1, Call("mcp_ref_echo", {"text": "follow-up"}, "call_2")),
+        (0, Call("mcp_ref_get_account_balance", {"account_id": "ACC-4471"}, "call_1", 0)),
+        (1, Call("mcp_ref_echo", {"text": "follow-up"}, "call_2", 1)),
         (2, Answer("Done.")),
     ],
 )

@@ -124,7 +124,7 @@ def test_qwen_tools_the_loader_returned_are_offered_and_called_through_tool_call
     assert {"mcp__ref__get_account_balance", "mcp__ref__echo"} <= set(request.tools)
     assert request.called == ("tool_search",)
     action = next_action(SCRIPT, request, openai_chat.ID_PREFIX)
-    assert action == Call("mcp__ref__get_account_balance", {"account_id": "ACC-4471"}, "call_2")
+    assert action == Call("mcp__ref__get_account_balance", {"account_id": "ACC-4471"}, "call_2", 0)
     events = streamed(action, second, 2)
     call = sent_call(events)
     assert (call["id"], call["type"], call["function"]["name"]) == ("call_2", "function", "tool_call")
@@ -142,7 +142,7 @@ def test_qwen_tools_the_loader_returned_are_offered_and_called_through_tool_call
 def test_qwen_bridge_calls_count_as_calls_to_their_target(qwen: dict[str, Any]) -> None:
     third = earlier(qwen, 2)
     action = next_action(SCRIPT, openai_chat.parse(third), openai_chat.ID_PREFIX)
-    assert action == Call("mcp__ref__echo", {"text": "follow-up"}, "call_3")
+    assert action == Call("mcp__ref__echo", {"text": "follow-up"}, "call_3", 1)
     request = openai_chat.parse(qwen)
     assert request.called == ("tool_search", "mcp__ref__get_account_balance", "mcp__ref__echo")
     assert next_action(SCRIPT, request, openai_chat.ID_PREFIX) == Answer("Done.")
@@ -183,7 +183,7 @@ def test_opencode_calls_the_mcp_tool_under_its_exposed_name(opencode: dict[str, 
     request = openai_chat.parse(first)
     assert {"ref_get_account_balance", "ref_echo"} <= set(request.tools)
     action = next_action(SCRIPT, request, openai_chat.ID_PREFIX)
-    assert action == Call("ref_get_account_balance", {"account_id": "ACC-4471"}, "call_1")
+    assert action == Call("ref_get_account_balance", {"account_id": "ACC-4471"}, "call_1", 0)
     call = sent_call(streamed(action, first))
     assert call["index"] == 0 and call["type"] == "function"
     sent = opencode["messages"][2]["tool_calls"][0]

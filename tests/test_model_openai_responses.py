@@ -75,9 +75,9 @@ def test_called_are_the_replayed_function_calls(turn3: dict[str, Any]) -> None:
 
 def test_the_script_runs_through_the_namespace(turn3: dict[str, Any]) -> None:
     first = next_action(SCRIPT, openai_responses.parse(earlier(turn3, 0)), openai_responses.ID_PREFIX)
-    assert first == Call(BALANCE, {"account_id": "ACC-4471"}, "call_1")
+    assert first == Call(BALANCE, {"account_id": "ACC-4471"}, "call_1", 0)
     second = next_action(SCRIPT, openai_responses.parse(earlier(turn3, 1)), openai_responses.ID_PREFIX)
-    assert second == Call(ECHO, {"text": "follow-up"}, "call_2")
+    assert second == Call(ECHO, {"text": "follow-up"}, "call_2", 1)
     last = next_action(SCRIPT, openai_responses.parse(turn3), openai_responses.ID_PREFIX)
     assert last == Answer("Done.")
 
@@ -133,7 +133,7 @@ def test_plain_function_tools_are_called_by_name() -> None:
     request = openai_responses.parse(body)
     assert request.tools == ("get_account_balance",)
     action = next_action(SCRIPT, request, openai_responses.ID_PREFIX)
-    assert action == Call("get_account_balance", {"account_id": "ACC-4471"}, "call_1")
+    assert action == Call("get_account_balance", {"account_id": "ACC-4471"}, "call_1", 0)
     [item] = json.loads(openai_responses.reply(action, body, 1, "/v1/responses").body)["output"]
     assert item["name"] == "get_account_balance" and "namespace" not in item
 

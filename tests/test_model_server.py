@@ -30,9 +30,9 @@ def _request(tools: tuple[str, ...], called: tuple[str, ...] = (), text: str = "
 def test_the_script_calls_each_step_by_the_name_the_host_exposes_then_answers():
     tools = ("Bash", "mcp__ref__get_account_balance", "mcp__ref__echo")
     first = script.next_action(SCRIPT, _request(tools), "toolu_")
-    assert first == script.Call("mcp__ref__get_account_balance", {"account_id": "ACC-4471"}, "toolu_1")
+    assert first == script.Call("mcp__ref__get_account_balance", {"account_id": "ACC-4471"}, "toolu_1", 0)
     second = script.next_action(SCRIPT, _request(tools, ("mcp__ref__get_account_balance",)), "toolu_")
-    assert second == script.Call("mcp__ref__echo", {"text": "follow-up"}, "toolu_2")
+    assert second == script.Call("mcp__ref__echo", {"text": "follow-up"}, "toolu_2", 1)
     done = script.next_action(SCRIPT, _request(tools, ("mcp__ref__get_account_balance", "mcp__ref__echo")), "toolu_")
     assert done == script.Answer("Done.")
 
@@ -135,7 +135,8 @@ def test_the_server_answers_a_turn_and_journals_it_whole_without_the_key(model_s
     assert [e["event"] for e in entries] == ["start", "connection", "turn", "connection", "request"]
     turn = entries[2]
     assert turn["body"] == body and turn["dialect"] == "anthropic-messages"
-    assert turn["action"] == {"call": "mcp__ref__echo", "arguments": {"text": "t"}, "call_id": "toolu_1"}
+    assert turn["action"] == {"call": "mcp__ref__echo", "arguments": {"text": "t"}, "call_id": "toolu_1", "step": 0}
+    assert turn["exposed"] == {"echo": "mcp__ref__echo"}
     assert turn["headers"]["X-Api-Key"] == "<redacted>"
     assert all(e["peer"].startswith("127.0.0.1:") for e in entries if e["event"] == "connection")
 

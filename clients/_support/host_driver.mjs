@@ -14,12 +14,13 @@
  *    (the cell's budget bounds it: the driver's watchdog kills every child), stops the model and
  *    reads its journal; it raises when the host did not connect to the server (the reference
  *    server's journal has no request from it, or {@link Host.connected} says so);
- *  - `list_tools`: the names the host exposed the reference server's tools under (every name
- *    offered to the model in any turn that ends in a tool of the script);
- *  - each call and the follow-up: the tool result the model received for it, the first request
- *    after the turn in which the model called it, as the model server's dialect read it
- *    (`results` of the journal's turn: the content exactly, the dialect's error field); `raised`
- *    when the model never called it (with what the model was told) or never received its result.
+ *  - `list_tools`: the names the host exposed the script's tools under, in any turn (the journal's
+ *    `exposed`: the scripted model found them, servers/model/script.py `exposed_name`);
+ *  - each call and the follow-up (the script's step of the same number): the tool result the model
+ *    received for it, in the first request after the turn in which the model made that step (the
+ *    journal's `action.step`), as the model server's dialect read it (`results`: the content
+ *    exactly, the dialect's error field); `raised` when the model never made the step (with what
+ *    the model was told) or never received its result.
  *
  * @module host_driver
  */
@@ -30,14 +31,12 @@ import path from 'node:path';
 import readline from 'node:readline';
 
 import { PROMPT, modelView, runFramework } from './framework_driver.mjs';
+import { adapterDirectory } from './observe.mjs';
 
 export { PROMPT };
 
 /** How long the scripted model may take to listen. */
 const READY_MS = 10000;
-
-/** What a host may put between its prefix and a tool's own name (servers/model/script.py SEPARATORS). */
-const SEPARATORS = ['__', '_', '.', '-', '/', ':'];
 
 /** The final answer of every script. */
 export const ANSWER = 'Done.';
@@ -67,12 +66,8 @@ export const SERVER = 'ref';
  * @property {string} adapterDir the adapter's directory
  */
 
-/** `name` is `tool`, or ends in a separator and `tool`. */
-export function isTool(name, tool) {
-  return typeof name === 'string' && (name === tool || SEPARATORS.some((sep) => name.endsWith(sep + tool)));
-}
-
-function readJsonLines(file) {
+/** The JSON objects of a JSON-lines file (`{unparsed: line}` for a line that is not JSON); none when it is absent. */
+export function readJsonLines(file) {
   if (!fs.existsSync(file)) return [];
   return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => {
     try {
@@ -120,16 +115,21 @@ function serverNotStarted(cellDir) {
   return journal.some((e) => e.event === 'recv' && e.kind === 'request') ? null : 'the host sent the server no request';
 }
 
-function hostError(name, message) {
-  return Object.assign(new Error(message), { name });
-}
+/** The host did not connect to the reference server (the observation's error `type` names the case). */
+class HostMcpNotConnected extends Error {}
+
+/** The model never made a step of the script (its tool was not offered, or the run ended first). */
+class HostNeverCalled extends Error {}
+
+/** The model made the step, but no later request carried its tool result. */
+class HostNoToolResult extends Error {}
 
 /**
  * Run one cell with `host` and exit (framework_driver.mjs `runFramework` underneath).
  * @param {{name: string, package: string, adapterUrl: string, host: Host}} adapter
  */
 export function runHost({ name, package: pkg, adapterUrl, host }) {
-  const adapterDir = path.dirname(new URL(adapterUrl).pathname);
+  const adapterDir = adapterDirectory(adapterUrl);
 
   async function connect({ cell }) {
     if (!cell.model?.journal) throw new Error('the cell file has no "model" (an agent host cell needs the scripted model)');
@@ -146,29 +146,28 @@ export function runHost({ name, package: pkg, adapterUrl, host }) {
       model.child.kill('SIGTERM');
     }
     const why = host.connected?.(ctx, exit) ?? serverNotStarted(cellDir);
-    if (why !== null) throw hostError('HostMcpNotConnected', `${name} did not connect to the server: ${why} (exit ${exit})`);
+    if (why !== null) throw new HostMcpNotConnected(`${name} did not connect to the server: ${why} (exit ${exit})`);
     const turns = readJsonLines(cell.model.journal).filter((e) => e.event === 'turn');
-    return { steps, turns, exit, next: 0, netns: fs.readlinkSync('/proc/self/ns/net') };
+    return { turns, exit, next: 0, netns: fs.readlinkSync('/proc/self/ns/net') };
   }
 
   async function listTools(handle) {
-    const offered = handle.turns.flatMap((t) => t.offered ?? []);
-    return [...new Set(offered)].filter((n) => handle.steps.some((s) => isTool(n, s.tool)));
+    const exposed = handle.turns.flatMap((t) => Object.values(t.exposed ?? {}));
+    return [...new Set(exposed.filter((n) => typeof n === 'string'))];
   }
 
   async function runCall(handle, call) {
-    const number = handle.next++;
-    const earlier = handle.steps.slice(0, number).filter((s) => s.tool === call.name).length;
-    const asked = handle.turns.filter((t) => isTool(t.action?.call, call.name))[earlier];
+    const step = handle.next++;
+    const asked = handle.turns.find((t) => t.action?.step === step);
     if (!asked) {
       const last = handle.turns.at(-1);
       const why = last?.action?.reason ?? 'the host made no model request';
-      throw hostError('HostNeverCalled', `the model never called ${call.name} (${why}; the host exited ${handle.exit})`);
+      throw new HostNeverCalled(`the model never called ${call.name} (${why}; the host exited ${handle.exit})`);
     }
     const callId = asked.action.call_id;
     const answered = handle.turns.find((t) => t.number > asked.number && (t.results ?? []).some((r) => r.call_id === callId));
     if (!answered) {
-      throw hostError('HostNoToolResult', `the host never handed the model a result for ${asked.action.call} (exit ${handle.exit})`);
+      throw new HostNoToolResult(`the host never handed the model a result for ${asked.action.call} (exit ${handle.exit})`);
     }
     const found = answered.results.find((r) => r.call_id === callId);
     const { value, added } = host.ownWords ? host.ownWords(found.content) : { value: found.content, added: [] };

@@ -33,7 +33,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { PROMPT, SERVER, runHost } from '../_support/host_driver.mjs';
+import { PROMPT, SERVER, readJsonLines, runHost } from '../_support/host_driver.mjs';
 
 const BINARY = ['node_modules', '@anthropic-ai', 'claude-code-linux-x64', 'claude'];
 const MODEL = 'claude-sonnet-4-5';
@@ -71,14 +71,7 @@ function launch({ cell, cellDir, url, tools, adapterDir }) {
 
 /** Why the `system/init` event of the host's own output says `ref` is not connected, or null. */
 function connected({ cellDir }) {
-  const events = fs.readFileSync(path.join(cellDir, 'host-stdout.txt'), 'utf8').split('\n').flatMap((line) => {
-    try {
-      return [JSON.parse(line)];
-    } catch {
-      return [];
-    }
-  });
-  const init = events.find((e) => e.type === 'system' && e.subtype === 'init');
+  const init = readJsonLines(path.join(cellDir, 'host-stdout.txt')).find((e) => e.type === 'system' && e.subtype === 'init');
   const server = init?.mcp_servers?.find((s) => s.name === SERVER);
   if (server?.status === 'connected') return null;
   return server ? `MCP server status ${JSON.stringify(server.status)}` : 'no MCP server status in its init event';

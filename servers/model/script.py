@@ -62,6 +62,8 @@ class Call:
     name: str
     arguments: Mapping[str, Any]
     call_id: str
+    step: int | None = None
+    """The script's step this call makes (its index); None for a loader's call."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def next_action(script: Script, request: Request, id_prefix: str) -> Action:
             continue  # made (a tool the script calls twice: its second step once it was called twice)
         name = exposed_name(step.tool, request.tools)
         if name is not None:
-            return Call(name, step.arguments, call_id)
+            return Call(name, step.arguments, call_id, number)
         for loader, arguments in LOADERS.items():
             if loader in request.tools and loader not in request.called:
                 deferred = list(

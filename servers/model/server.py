@@ -1,5 +1,11 @@
 """The scripted model's HTTP server on 127.0.0.1: every request journaled whole, each turn answered
-by the script in the dialect its path belongs to."""
+by the script in the dialect its path belongs to.
+
+A ``turn`` entry holds the request (``body``, ``headers`` with keys redacted), the tools it offered
+(``offered``), the name each step's tool is offered under, or null (``exposed``), the model's move
+(``action``: a call with the script ``step`` it makes, null for a loader's, or the answer) and the
+tool results the request carried (``results``, as the dialect reads them): what
+``clients/_support/host_driver.mjs`` reads the model view from, with no matching of its own."""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from urllib.parse import urlsplit
 
 import dialects
 import wire
-from script import Call, Script, next_action
+from script import Call, Script, exposed_name, next_action
 
 HOST = "127.0.0.1"
 SECRET_HEADERS = {"authorization", "x-api-key", "x-goog-api-key", "api-key"}
@@ -102,7 +108,7 @@ class ModelHandler(BaseHTTPRequestHandler):
         request = dialect.parse(body)
         action = next_action(self.server.script, request, dialect.id_prefix)
         shown = (
-            {"call": action.name, "arguments": dict(action.arguments), "call_id": action.call_id}
+            {"call": action.name, "arguments": dict(action.arguments), "call_id": action.call_id, "step": action.step}
             if isinstance(action, Call)
             else {"answer": action.text, "reason": action.reason}
         )
@@ -115,6 +121,7 @@ class ModelHandler(BaseHTTPRequestHandler):
             headers=self._headers(),
             body=body,
             offered=list(request.tools),
+            exposed={step.tool: exposed_name(step.tool, request.tools) for step in self.server.script.steps},
             action=shown,
             results=dialect.tool_results(body),
         )
