@@ -22,6 +22,7 @@ from .layout import (
     MODEL_DIRECTORY,
     MODEL_JOURNAL_FILE,
     REPLAY_FILE,
+    SENT_RESULTS_DIRECTORY,
     SERVER_ENTRY,
 )
 from .manifest import Adapter, Variant
@@ -99,6 +100,8 @@ class Cell:
         )
         args = [*server_program(server_dir), *served, "--schema", self.schema, "--protocol", self.protocol]
         args += ["--journal", str(cell_dir / JOURNAL_FILE)]
+        if self.adapter.kind == "host":
+            args += ["--results-dir", str(cell_dir / SENT_RESULTS_DIRECTORY)]
         return args + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
 
     def calls(self) -> list[dict[str, Any]]:

@@ -35,6 +35,8 @@ TIMEOUT_TEXT = re.compile(r"timed? ?out|timeout|deadline exceeded|deadline has e
 """A client's own timeout in its error's type or message. Where a client bounds a request the way its
 language does rather than by an option of its own, that is its timeout: Go's context (``context
 deadline exceeded``), Rust's ``tokio::time::timeout`` (``Elapsed``: ``deadline has elapsed``)."""
+WORDS_EXCERPT = 400
+"""How much of a host's own words (:class:`records.Reach`) the classified row keeps."""
 ADAPTER_DEADLINE = "AdapterTimeout"
 """Error type adapters record when their own deadline (inside the cell budget) ended a step."""
 
@@ -75,6 +77,10 @@ COLUMNS = (
     "model_error_seen",
     "model_error_flag",
     "model_excerpt",
+    "model_kept",
+    "model_words",
+    "model_schema_shown",
+    "model_blocks",
     "model_aborted",
     "key",
 )
@@ -168,6 +174,14 @@ class ModelFacts(TypedDict):
     model_error_seen: bool | None
     model_error_flag: bool | None
     model_excerpt: str | None
+    model_kept: str | None
+    """Agent hosts, a long payload: how much of it the model read (:func:`model_view.kept`)."""
+    model_words: str | None
+    """Agent hosts, a long payload: what the host put in front of the model besides it."""
+    model_schema_shown: bool | None
+    """Agent hosts: whether the request that made the call showed the model the advertised outputSchema."""
+    model_blocks: str | None
+    """A result with blocks other than text: which of them reached the model (:func:`model_view.blocks`)."""
 
 
 def _model_facts(returned: list[Call], sent: list[JournalEvent]) -> ModelFacts:
@@ -178,13 +192,27 @@ def _model_facts(returned: list[Call], sent: list[JournalEvent]) -> ModelFacts:
             continue
         value = view.get("value")
         result = _sent_result(sent[0]) if sent else None
+        reach = view.get("reach")
         return {
-            "model_channel": model_view.channel(value, result),
+            "model_channel": model_view.channel(value, result, reach),
             "model_error_seen": model_view.error_seen(view),
             "model_error_flag": view.get("error_flag"),
             "model_excerpt": model_view.excerpt(value),
+            "model_kept": model_view.kept(reach),
+            "model_words": model_view.excerpt(reach["words"], WORDS_EXCERPT) if reach and reach["words"] else None,
+            "model_schema_shown": view.get("output_schema_shown"),
+            "model_blocks": model_view.blocks(value, result, reach),
         }
-    return {"model_channel": None, "model_error_seen": None, "model_error_flag": None, "model_excerpt": None}
+    return {
+        "model_channel": None,
+        "model_error_seen": None,
+        "model_error_flag": None,
+        "model_excerpt": None,
+        "model_kept": None,
+        "model_words": None,
+        "model_schema_shown": None,
+        "model_blocks": None,
+    }
 
 
 def _altered_fields(calls: list[Call], sent: list[JournalEvent]) -> list[str]:

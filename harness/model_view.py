@@ -17,9 +17,18 @@ the server sent (from its journal) and names the **channel** it came from:
   produced instead of the server's content (a validation error, an exception text);
 - ``other``: neither, and no error either (a placeholder, a summary).
 
+The server's *text* is its text blocks, a block without a type that has a ``text``, and an embedded
+resource's text; :func:`blocks` says, for a result with other blocks, which of its blocks reached the
+model at all.
+
 Where the text block is the JSON of the structured content (every schema case but ``diverge``), a
 string equal to that text counts as the text; the ``diverge`` case, whose text and structured
 content contradict each other, tells the two apart.
+
+An agent host's view of a result whose payload (a content block's text or data) is longer than the
+harness keeps whole comes with ``reach`` (``clients/_support/host_driver.mjs`` measures it against the
+result the server sent): how much of each such payload the model read, and the host's own words.
+A text payload of which the model read anything counts as ``text``; :func:`kept` says how much.
 
 ``error_seen`` says whether ``isError`` reached the model: the framework's own error marker on the
 tool message (``error_flag``), or the flag itself written into what the model reads
@@ -33,7 +42,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .records import ModelView
+from .records import ModelView, Reach
 
 CHANNELS = ("text", "structured", "both", "repr", "error-text", "other", "empty")
 REPR = re.compile(r"\b[A-Z][A-Za-z]*\((?:[a-z_]+=)")
@@ -129,17 +138,59 @@ def _is_empty(layers: list[Any], texts: list[str]) -> bool:
     )
 
 
+def _block_text(block: Any) -> Any:
+    """A block's text: a text block's (or a block without a type that has one), an embedded resource's."""
+    if not isinstance(block, dict):
+        return None
+    if block.get("type") in ("text", None):
+        return block.get("text")
+    resource = block.get("resource")
+    return resource.get("text") if block.get("type") == "resource" and isinstance(resource, dict) else None
+
+
 def sent_texts(sent: dict[str, Any] | None) -> list[str]:
-    """The non-empty text blocks of the result the server sent."""
+    """The non-empty texts of the result the server sent: its text blocks, a block without a type
+    that has a text, an embedded resource's text."""
     content = (sent or {}).get("content")
-    return [
-        block["text"]
-        for block in content or []
-        if isinstance(block, dict)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-        and block["text"]
-    ]
+    texts = [_block_text(block) for block in content] if isinstance(content, list) else []
+    return [text for text in texts if isinstance(text, str) and text]
+
+
+BLOCK_PAYLOAD = ("text", "data", "uri")
+"""Where a content block carries what it says: its text, its base64 data, the resource it links."""
+
+
+def _payload(block: dict[str, Any]) -> Any:
+    resource: dict[str, Any] = block["resource"] if isinstance(block.get("resource"), dict) else {}
+    for value in (*(block.get(key) for key in BLOCK_PAYLOAD), resource.get("text"), resource.get("blob")):
+        if value is not None:
+            return value
+    return None
+
+
+def blocks(value: Any, sent: dict[str, Any] | None, reach: Reach | None = None) -> str | None:
+    """Which of the sent result's content blocks reached the model, when one is not a plain text
+    block (``text: yes; resource_link: no``): a block reached it when its payload (text, data, the
+    linked URI, an embedded resource's text or blob) is in what the model read, or, for a payload
+    longer than the harness keeps, when ``reach`` says part of it was read. None otherwise."""
+    content = (sent or {}).get("content")
+    if not isinstance(content, list) or all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return None
+    found = [string for layer in _layers(value, sent_texts(sent)) for string in strings(layer)]
+    kept = {payload["block"]: payload["kept"] > 0 for payload in (reach["payloads"] if reach else [])}
+    parts = []
+    for index, block in enumerate(content):
+        block = block if isinstance(block, dict) else {}
+        payload = _payload(block)
+        if index in kept:
+            reached = kept[index]
+        elif isinstance(payload, str) and payload:
+            reached = any(payload in string for string in found)
+        else:
+            reached = None
+        label = str(block.get("type", "(no type)"))
+        parts.append(f"{label}: {'?' if reached is None else 'yes' if reached else 'no'}")
+    return "; ".join(parts)
 
 
 def _serialized(structured: Any) -> set[str]:
@@ -191,15 +242,21 @@ def _carries_parsed_text(layers: list[Any], sent: dict[str, Any], texts: list[st
     return any(form in string for layer in layers for string in strings(layer) for form in forms)
 
 
-def channel(value: Any, sent: dict[str, Any] | None) -> str:
+def _text_reached(reach: Reach | None) -> bool:
+    return any(payload["type"] == "text" and payload["kept"] > 0 for payload in (reach["payloads"] if reach else []))
+
+
+def channel(value: Any, sent: dict[str, Any] | None, reach: Reach | None = None) -> str:
     """The channel of ``value`` relative to the server's result ``sent`` (see the module docstring)."""
     texts = sent_texts(sent)
     layers = _layers(value, texts)
-    if _is_empty(layers, texts):
+    if _is_empty(layers, texts) and not _text_reached(reach):
         return "empty"
     found = [string for layer in layers for string in strings(layer)]
-    has_text = any(text in string for text in texts for string in found) or _carries_parsed_text(
-        layers, sent or {}, texts
+    has_text = (
+        _text_reached(reach)
+        or any(text in string for text in texts for string in found)
+        or _carries_parsed_text(layers, sent or {}, texts)
     )
     has_structured = _carries_structured(layers, sent or {}, texts)
     if (has_text or has_structured) and any(REPR.search(string) for string in found):
@@ -230,3 +287,31 @@ def excerpt(value: Any, limit: int = EXCERPT) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def kept(reach: Reach | None) -> str | None:
+    """How much of the long payloads the model read, in words: ``all 9,437,184 characters``,
+    ``none of …``, or ``40,000 of 9,437,184 characters (the first 8,000 and the last 32,000)``;
+    None without a long payload. One clause per payload, joined by ``; ``."""
+    if not reach:
+        return None
+    clauses = []
+    for payload in reach["payloads"]:
+        total, got = payload["chars"], payload["kept"]
+        what = f"{payload['type']} block {payload['block']}: " if len(reach["payloads"]) > 1 else ""
+        if got >= total:
+            clauses.append(f"{what}all {total:,} characters")
+        elif got == 0:
+            clauses.append(f"{what}none of {total:,} characters")
+        else:
+            head, tail = payload["head"], payload["tail"]
+            if head and tail and head + tail == got:
+                ends = f" (the first {head:,} and the last {tail:,})"
+            elif head == got:
+                ends = f" (the first {head:,})"
+            elif tail == got:
+                ends = f" (the last {tail:,})"
+            else:  # a repeating payload's head also matches inside a kept tail: only the count is sure
+                ends = ""
+            clauses.append(f"{what}{got:,} of {total:,} characters{ends}")
+    return "; ".join(clauses)

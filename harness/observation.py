@@ -92,6 +92,29 @@ def _model_view(path: Path, field: str, value: Any, *, required: bool) -> None:
     )
     where = value.get("error_flag_field")
     _check(where is None or isinstance(where, str), path, f"{field}.error_flag_field", "expected a string or null")
+    shown = value.get("output_schema_shown")
+    _check(shown is None or isinstance(shown, bool), path, f"{field}.output_schema_shown", "expected a boolean or null")
+    _reach(path, f"{field}.reach", value.get("reach"))
+
+
+def _reach(path: Path, field: str, value: Any) -> None:
+    if value is None:
+        return
+    _check(isinstance(value, dict), path, field, "expected an object or null")
+    _check(isinstance(value.get("words"), str), path, f"{field}.words", "expected a string")
+    payloads = value.get("payloads")
+    _check(isinstance(payloads, list), path, f"{field}.payloads", "expected an array")
+    for number, payload in enumerate(payloads):
+        where = f"{field}.payloads[{number}]"
+        _check(isinstance(payload, dict), path, where, "expected an object")
+        for key in ("block", "chars", "head", "tail", "kept"):
+            count = payload.get(key)
+            _check(
+                isinstance(count, int) and not isinstance(count, bool) and count >= 0,
+                path,
+                f"{where}.{key}",
+                f"expected a count, got {count!r}",
+            )
 
 
 def _call(path: Path, field: str, value: Any, *, framework: bool = False) -> None:

@@ -42,6 +42,30 @@ class Step(TypedDict, total=False):
     tools: list[str]
 
 
+class PayloadReach(TypedDict):
+    """How much of one long payload (a content block's text or data) reached the model."""
+
+    block: int
+    """The block's index in the result's ``content``."""
+    type: str
+    chars: int
+    """The payload's length in characters (UTF-16 code units, as the host driver measures)."""
+    head: int
+    """How many of its first characters the model read in one piece."""
+    tail: int
+    """How many of its last characters the model read in one piece."""
+    kept: int
+    """How many of its characters the model read (head and tail, overlaps counted once)."""
+
+
+class Reach(TypedDict):
+    """An agent host's model view of a result whose payload is longer than the harness keeps whole."""
+
+    payloads: list[PayloadReach]
+    words: str
+    """What the model read besides those payloads: the host's own words (at most 2,000 characters)."""
+
+
 class ModelView(TypedDict, total=False):
     """For a framework's returned call: the tool output exactly as the model received it."""
 
@@ -49,6 +73,10 @@ class ModelView(TypedDict, total=False):
     error_flag: bool | None
     error_flag_field: str | None
     message: Any
+    reach: Reach | None
+    """Agent hosts: how much of a long payload the model read (``clients/_support/host_driver.mjs``)."""
+    output_schema_shown: bool | None
+    """Agent hosts: whether the model was shown the tool's advertised outputSchema (null: nothing to show)."""
 
 
 class Call(TypedDict, total=False):

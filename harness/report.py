@@ -225,11 +225,16 @@ def _channel_summary(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> list
     counts = frame.groupby(["client", "model_channel"]).size()
     seen = frame[frame["model_error_seen"].eq(True)].groupby("client").size()
     silent = frame[frame["model_channel"].isna()].groupby("client").size()
+    judged = frame[frame["model_schema_shown"].isin([True, False])]
+    shown = judged[judged["model_schema_shown"].eq(True)].groupby("client").size()
+    judged_count = judged.groupby("client").size()
     return [
         {
             **column,
             "counts": {channel: int(counts.get((column["client"], channel), 0)) for channel in model_view.CHANNELS},
             "error_seen": int(seen.get(column["client"], 0)),
+            "schema_shown": int(shown.get(column["client"], 0)),
+            "schema_judged": int(judged_count.get(column["client"], 0)),
             "no_output": int(silent.get(column["client"], 0)),
         }
         for column in columns

@@ -52,13 +52,24 @@ HOSTS = {
 }
 """What each pinned host was measured to do (docs/hosts.md); a new host version that does otherwise fails here."""
 
+CUTS = {
+    # host: (how much of text-9mib's 9,437,184 characters the model read, the start of the host's own words)
+    "claude-code": ("none of 9,437,184 characters", "Error: result (9,437,184 characters across 1 line) exceeds"),
+    "codex": ("11,964 of 9,437,184 characters (the first 5,982 and the last 5,982)", "…8 tokens truncated…"),
+    "gemini-cli": ("39,959 of 9,437,184 characters (the first 7,980 and the last 31,979)", "Output too large."),
+    "opencode": ("none of 9,437,184 characters", "...9437184 bytes truncated..."),
+    "qwen-code": ("389 of 9,437,184 characters (the first 389)", "Tool output was too large"),
+}
+LINK_REACHED = {"claude-code": True, "codex": True, "gemini-cli": True, "opencode": False, "qwen-code": True}
+"""Whether resource-link's resource_link block (its URI) reached the model."""
+
 
 @pytest.mark.slow
 def test_each_host_hands_its_model_what_it_measured_offline_in_its_own_namespace(checkout):
     scratch = checkout(*HOSTS, "raw-jsonrpc")
     listed = scratch.harness("list", "--case", "ok").stdout
     assert not any(host in listed for host in HOSTS), "hosts run on request only"
-    cases = ["--case", "diverge", "--case", "iserror-plain"]
+    cases = ["--case", "diverge", "--case", "iserror-plain", "--case", "text-9mib", "--case", "resource-link"]
     scratch.harness("run", "--run-id", "hosts", "--kind", "host", *cases, "--protocol", "2025-11-25", timeout=1800)
     rows = scratch.rows("hosts")
     assert {key[0] for key in rows} == set(HOSTS)
@@ -68,8 +79,16 @@ def test_each_host_hands_its_model_what_it_measured_offline_in_its_own_namespace
             assert diverge["outcome"] == "pass" and diverge["followup"] == "ok", (host, diverge["error_message"])
             assert diverge["model_channel"] == channel, host
             assert str(error["model_error_seen"]) == str(error_seen), host
+        assert str(rows[(host, "diverge", "advertised")]["model_schema_shown"]) == "False", host
+        assert rows[(host, "diverge", "hidden")]["model_schema_shown"] == "", host
+        kept, words = CUTS[host]
+        cut = rows[(host, "text-9mib", "none")]
+        assert (cut["model_kept"], cut["model_words"][: len(words)]) == (kept, words), host
+        link = "yes" if LINK_REACHED[host] else "no"
+        assert rows[(host, "resource-link", "none")]["model_blocks"] == f"text: yes; resource_link: {link}", host
     own = os.readlink("/proc/self/ns/net")
     for cell in (scratch.root / "results" / "hosts" / "cells").iterdir():
+        assert not (cell / "sent").exists(), f"{cell.name}: the driver removes the results it measured against"
         observation = json.loads((cell / "observation.json").read_text())
         namespaces = {call["net_namespace"] for call in observation["calls"]}
         assert namespaces and own not in namespaces, f"{cell.name}: its own network namespace"

@@ -120,6 +120,21 @@ def test_an_error_flag_on_the_function_response_is_reported():
     assert result["is_error"] is True
 
 
+def test_the_parts_gemini_cli_attaches_after_a_function_response_are_part_of_its_result():
+    """Gemini CLI 0.61.0 hands an image result over as a placeholder in the functionResponse and the
+    image as an ``inlineData`` part after it (measured: the size family's blob cases)."""
+    placeholder = {"output": "[Tool 'get_account_balance' provided the following image data with mime-type: image/png]"}
+    image = {"inlineData": {"data": "iVBORw0KGgo", "mimeType": "image/png"}}
+    parts = [
+        {"functionResponse": {"id": "a", "name": "t", "response": placeholder}},
+        image,
+        {"functionResponse": {"id": "b", "name": "echo", "response": {"output": "hi"}}},
+    ]
+    first, second = gemini.tool_results({"contents": [{"role": "user", "parts": parts}]})
+    assert first["content"] == [placeholder, image]
+    assert second["content"] == {"output": "hi"}
+
+
 def test_count_tokens_is_answered():
     answer = dialects.auxiliary("/v1beta/models/gemini-2.5-pro:countTokens", {})
     assert answer is not None and json.loads(answer.body) == {"totalTokens": 1}

@@ -249,6 +249,50 @@ def test_tools_list_schema_modes(tmp_path, case_id, schema):
     assert sent["message"] == listed
 
 
+def test_results_dir_keeps_each_result_whole_and_the_journal_names_it(tmp_path):
+    """``--results-dir`` (agent host cells): every result the server sends is written whole, the
+    journal stays elided and names the file."""
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}},
+    ]
+    journal, sent = tmp_path / "journal.jsonl", tmp_path / "sent"
+    command = [sys.executable, str(REPO / "servers" / "reference"), "--case", "text-9mib", "--schema", "none"]
+    command += ["--journal", str(journal), "--results-dir", str(sent)]
+    subprocess.run(
+        command,
+        input="".join(json.dumps(frame) + "\n" for frame in frames).encode(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    sends = {e["id"]: e for e in map(json.loads, journal.read_text().splitlines()) if e["event"] == "send"}
+    assert [sends[i]["result_file"] for i in (1, 2, 3)] == ["result-1.json", "result-2.json", "result-3.json"]
+    big = json.loads((sent / "result-2.json").read_text())
+    assert big["content"][0]["text"] == (ACCOUNT_LINE * 200_000)[: 9 * 1024 * 1024]
+    assert sends[2]["message"]["result"]["content"][0]["text"]["$elided"] == "string"
+    assert json.loads((sent / "result-3.json").read_text()) == {"content": [{"type": "text", "text": "hi"}]}
+
+
+ACCOUNT_LINE = "ACC-4471 balance_minor=4071877 currency=USD as_of=2026-01-15T09:30:00Z; "
+
+
 @pytest.mark.parametrize("case_id", sorted(EXPECTED_SIZES))
 def test_size_case_frames(raw_run, case_id):
     block_type, field, length, utf8_bytes = EXPECTED_SIZES[case_id]

@@ -12,6 +12,7 @@ fixed count.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -79,19 +80,23 @@ def response(action: Action, model: str, number: int) -> dict[str, Any]:
 
 
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every ``functionResponse`` part the request carries: what the model reads."""
+    """Every ``functionResponse`` part the request carries: what the model reads. The parts that
+    follow one in its content up to the next (Gemini CLI attaches a result's image or audio as an
+    ``inlineData`` part there) belong to it: its content is then ``[response, *those parts]``."""
     results = []
     for content in _contents(body):
-        for part in _parts(content):
+        parts = _parts(content)
+        for number, part in enumerate(parts):
             result = part.get("functionResponse")
             if not isinstance(result, dict):
                 continue
+            attached = list(itertools.takewhile(lambda p: "functionResponse" not in p, parts[number + 1 :]))
             flag = next((result[key] for key in ("isError", "is_error") if key in result), None)
             results.append(
                 {
                     "call_id": result.get("id"),
                     "tool": result.get("name"),
-                    "content": result.get("response"),
+                    "content": [result.get("response"), *attached] if attached else result.get("response"),
                     "is_error": flag,
                     "block": part,
                 }

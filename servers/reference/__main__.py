@@ -59,6 +59,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         help="the revision the server speaks: the handshake era up to 2025-11-25, or stateless 2026-07-28",
     )
     parser.add_argument("--journal", default=None, help="append the journal (JSON lines) here")
+    parser.add_argument(
+        "--results-dir",
+        default=None,
+        help="also write each result sent, whole, into this directory (named in the journal's send events)",
+    )
     parser.add_argument("--list-cases", action="store_true", help="print the case ids and exit")
     parser.add_argument(
         "--transport",
@@ -96,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     else:  # the conformance tools are not a case: ``_session_factory`` serves them
         served = PROBE_CASE if probing else CASES.get(args.case, CASES["ok"])
-    plain = Journal(args.journal)
+    plain = Journal(args.journal, args.results_dir)
     journal: Journal | LockedJournal = plain
     if args.transport != "stdio":
         import http_sessions  # stdio runs never import the HTTP stack
