@@ -83,6 +83,19 @@ class Cell:
     def is_http(self) -> bool:
         return self.transport.startswith("http")
 
+    @property
+    def starts_server(self) -> bool:
+        """Whether the adapter (or the client it drives) starts the reference server: every stdio cell,
+        and :attr:`server_in_cell`."""
+        return not self.is_http or self.server_in_cell
+
+    @property
+    def server_in_cell(self) -> bool:
+        """Whether the adapter starts the HTTP reference server itself: an agent host's, inside the
+        cell's loopback-only network namespace, where the host can reach it. The harness starts every
+        other HTTP cell's server (and hands the adapter its URL)."""
+        return self.is_http and self.adapter.kind == "host"
+
     def server_args(self, server_dir: Path, cell_dir: Path) -> list[str]:
         """The reference server's arguments (for HTTP the harness starts it; for stdio the client),
         with the paths of the server's directory and the cell's as the server process sees them."""
@@ -127,8 +140,8 @@ class Cell:
             "transport": self.transport,
             "protocol": self.protocol,
             "server": {
-                "command": None if self.is_http else python,
-                "args": None if self.is_http else self.server_args(server_dir, cell_dir),
+                "command": python if self.starts_server else None,
+                "args": self.server_args(server_dir, cell_dir) if self.starts_server else None,
                 "env": {},
                 "url": url,
             },

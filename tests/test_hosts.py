@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from harness import loopback
+from harness import cells, loopback, manifest
+
+from .conftest import REPO
 
 REACH = """
 import os, socket
@@ -42,6 +44,25 @@ def test_a_command_that_cannot_start_in_the_namespace_is_one_line():
     assert done.returncode == 127 and done.stderr.strip().startswith("loopback: cannot run /nonexistent/host:")
 
 
+def test_a_host_cell_starts_its_own_http_server_and_its_server_keeps_the_results_it_sends(tmp_path):
+    """An agent host runs in a namespace of its own, where a server the harness started is out of
+    reach: over HTTP the cell file hands the adapter the server's command line, not a URL."""
+    adapters = {a.name: a for a in manifest.discover(REPO / "clients")}
+    selection = cells.Selection(cases=("ok",), protocols=("2025-11-25",))
+    host_cells = {c.transport: c for c in cells.build([adapters["codex"]], selection) if c.schema == "hidden"}
+    assert set(host_cells) == {"stdio", "http-json", "http-sse"}
+    for transport, cell in host_cells.items():
+        server = cell.to_file(REPO / "servers" / "reference", tmp_path, python="python3")["server"]
+        assert cell.starts_server and (server["command"], server["url"]) == ("python3", None), transport
+        args = server["args"]
+        assert args[args.index("--results-dir") + 1] == str(tmp_path / "sent")
+        assert ("--transport" in args) == (transport != "stdio")
+    sdk_cell = next(c for c in cells.build([adapters["ts-sdk"]], selection) if c.transport == "http-sse")
+    assert not sdk_cell.starts_server
+    sdk_server = sdk_cell.to_file(REPO / "servers" / "reference", tmp_path, "http://127.0.0.1:1/mcp", python="python3")
+    assert (sdk_server["server"]["command"], sdk_server["server"]["args"]) == (None, None)
+
+
 HOSTS = {
     # host: (which channel of `diverge` reached the model, whether `iserror-plain`'s isError did)
     "claude-code": ("structured", True),
@@ -70,7 +91,8 @@ def test_each_host_hands_its_model_what_it_measured_offline_in_its_own_namespace
     listed = scratch.harness("list", "--case", "ok").stdout
     assert not any(host in listed for host in HOSTS), "hosts run on request only"
     cases = ["--case", "diverge", "--case", "iserror-plain", "--case", "text-9mib", "--case", "resource-link"]
-    scratch.harness("run", "--run-id", "hosts", "--kind", "host", *cases, "--protocol", "2025-11-25", timeout=1800)
+    stdio = ("--transport", "stdio", "--protocol", "2025-11-25")
+    scratch.harness("run", "--run-id", "hosts", "--kind", "host", *cases, *stdio, timeout=1800)
     rows = scratch.rows("hosts")
     assert {key[0] for key in rows} == set(HOSTS)
     for host, (channel, error_seen) in HOSTS.items():
@@ -86,8 +108,16 @@ def test_each_host_hands_its_model_what_it_measured_offline_in_its_own_namespace
         assert (cut["model_kept"], cut["model_words"][: len(words)]) == (kept, words), host
         link = "yes" if LINK_REACHED[host] else "no"
         assert rows[(host, "resource-link", "none")]["model_blocks"] == f"text: yes; resource_link: {link}", host
+    http = ("--transport", "http-sse", "--protocol", "2025-11-25")
+    scratch.harness("run", "--run-id", "hosts-http", "--kind", "host", "--case", "diverge", *http, timeout=1800)
+    over_http = scratch.rows("hosts-http", transport="http-sse")
+    for host, (channel, _) in HOSTS.items():
+        for schema in ("advertised", "hidden"):
+            diverge = over_http[(host, "diverge", schema)]
+            assert (diverge["outcome"], diverge["model_channel"]) == ("pass", channel), (host, diverge["error_message"])
     own = os.readlink("/proc/self/ns/net")
-    for cell in (scratch.root / "results" / "hosts" / "cells").iterdir():
+    runs = scratch.root / "results"
+    for cell in [*(runs / "hosts" / "cells").iterdir(), *(runs / "hosts-http" / "cells").iterdir()]:
         assert not (cell / "sent").exists(), f"{cell.name}: the driver removes the results it measured against"
         observation = json.loads((cell / "observation.json").read_text())
         namespaces = {call["net_namespace"] for call in observation["calls"]}

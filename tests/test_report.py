@@ -245,7 +245,7 @@ def test_missing_values_are_explicit_never_nan(tmp_path):
         assert not re.search(r"\bnan\b", page.read_text(encoding="utf-8"), re.IGNORECASE), page.name
     model = (out / "model-view.html").read_text(encoding="utf-8")
     assert "—&nbsp;rejected</span>" in model
-    assert "1 framework column, 2 cells." in model
+    assert "1 column, 2 cells." in model
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "2 fault rows, 1 client column,\n2 cells." in index
     assert '<td class="num" title="frame too large">1,048,576<br><small>1 probe</small></td>' in index

@@ -250,18 +250,25 @@ export function normalizeIds(value) {
  * Run one cell (`process.argv`: the cell file and the observation file) and exit; see the module
  * documentation for the contract; from a startup snapshot, when the process starts
  * (observe.mjs `startMain`).
+ * `transports`: the transports the adapter supports (a framework adapter: stdio; an agent host's
+ * driver starts an HTTP reference server itself from `server.command`).
  * @param {{name: string, package: string, adapterUrl: string,
  *          options: Record<string, 'boolean'|'integer'|'number'|'string'>,
- *          framework: Framework}} adapter
+ *          framework: Framework, transports?: string[]}} adapter
  */
 export function runFramework(adapter) {
   startMain(() => runCell(adapter));
 }
 
-function runCell({ name, package: pkg, adapterUrl, options: known, framework }) {
+function runCell({ name, package: pkg, adapterUrl, options: known, framework, transports = ['stdio'] }) {
   const { cell, options, obsPath, log, fail } = adapterArgs(name, known);
-  if (cell.transport !== 'stdio') fail(`transport ${JSON.stringify(cell.transport)} is not supported (stdio only)`);
-  if (typeof cell.server?.command !== 'string') fail('transport stdio needs server.command');
+  if (!transports.includes(cell.transport)) {
+    fail(`transport ${JSON.stringify(cell.transport)} is not supported (${transports.join(', ')} only)`);
+  }
+  const needs = cell.transport === 'stdio' ? ['command'] : ['command', 'url'];
+  if (!needs.some((key) => typeof cell.server?.[key] === 'string')) {
+    fail(`transport ${cell.transport} needs ${needs.map((key) => `server.${key}`).join(' or ')}`);
+  }
   checkCancelAfter([...cell.calls, ...(cell.followup ? [cell.followup] : [])], fail);
 
   const run = createRun({

@@ -79,6 +79,9 @@ export const SERVER = 'ref';
  * @property {string} url the scripted model's base URL (`http://127.0.0.1:PORT`)
  * @property {string[]} tools the script's tool names, in order, each once
  * @property {string} adapterDir the adapter's directory
+ * @property {string|null} serverUrl over Streamable HTTP, the reference server's URL (the driver
+ *   started it inside the cell's namespace); null over stdio, where the host starts
+ *   `cell.server.command` itself
  */
 
 /** The JSON objects of a JSON-lines file (`{unparsed: line}` for a line that is not JSON); none when it is absent. */
@@ -105,6 +108,35 @@ function startModel(cell, scriptPath) {
       clearTimeout(timer);
       resolve({ child, url: JSON.parse(line).url });
     });
+  });
+}
+
+/**
+ * Over Streamable HTTP, start the reference server the cell file describes (the harness leaves it to
+ * a host adapter, which runs in the cell's network namespace: harness/cells.py `server_in_cell`) and
+ * wait for its URL line; its stderr goes to the cell's `server-stderr.txt`.
+ */
+function startServer(cell, cellDir) {
+  const stderr = fs.openSync(path.join(cellDir, 'server-stderr.txt'), 'w');
+  const child = spawn(cell.server.command, cell.server.args, { stdio: ['ignore', 'pipe', stderr] });
+  fs.closeSync(stderr);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the reference server did not listen in ${READY_MS} ms`)), READY_MS);
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`the reference server exited ${code} before listening`)));
+    readline.createInterface({ input: child.stdout }).once('line', (line) => {
+      clearTimeout(timer);
+      resolve({ child, url: JSON.parse(line).url });
+    });
+  });
+}
+
+/** Stop a child with SIGTERM and wait until it has exited (the reference server journals its exit first). */
+function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
   });
 }
 
@@ -310,13 +342,18 @@ export function runHost({ name, package: pkg, adapterUrl, host }) {
     const steps = [...cell.calls, cell.followup].map((c) => ({ tool: c.name, arguments: c.arguments ?? {} }));
     const scriptPath = path.join(cellDir, 'model-script.json');
     fs.writeFileSync(scriptPath, JSON.stringify({ steps, answer: ANSWER }));
-    const model = await startModel(cell, scriptPath);
-    const ctx = { cell, cellDir, url: model.url, tools: [...new Set(steps.map((s) => s.tool))], adapterDir };
+    const server = cell.transport !== 'stdio' && !cell.server.url ? await startServer(cell, cellDir) : null;
+    const ctx = { cell, cellDir, url: null, tools: [...new Set(steps.map((s) => s.tool))], adapterDir };
+    ctx.serverUrl = server?.url ?? cell.server.url ?? null;
+    let model;
     let exit;
     try {
+      model = await startModel(cell, scriptPath);
+      ctx.url = model.url;
       exit = await runToEnd(host.launch(ctx), path.join(cellDir, 'host-stdout.txt'));
     } finally {
-      model.child.kill('SIGTERM');
+      model?.child.kill('SIGTERM');
+      if (server) await stop(server.child);
     }
     const why = host.connected?.(ctx, exit) ?? serverNotStarted(cellDir);
     if (why !== null) throw new HostMcpNotConnected(`${name} did not connect to the server: ${why} (exit ${exit})`);
@@ -364,5 +401,12 @@ export function runHost({ name, package: pkg, adapterUrl, host }) {
     };
   }
 
-  runFramework({ name, package: pkg, adapterUrl, options: {}, framework: { connect, listTools, runCall, close: async () => {} } });
+  runFramework({
+    name,
+    package: pkg,
+    adapterUrl,
+    options: {},
+    transports: ['stdio', 'http-json', 'http-sse'],
+    framework: { connect, listTools, runCall, close: async () => {} },
+  });
 }

@@ -39,13 +39,17 @@ const BINARY = ['node_modules', '@anthropic-ai', 'claude-code-linux-x64', 'claud
 const MODEL = 'claude-sonnet-4-5';
 const REMINDER = /\s*<system-reminder>[\s\S]*?<\/system-reminder>\s*$/;
 
-function launch({ cell, cellDir, url, tools, adapterDir }) {
+function launch({ cell, cellDir, url, tools, adapterDir, serverUrl }) {
   const home = path.join(cellDir, 'home');
   const work = path.join(cellDir, 'work');
   for (const dir of [home, work]) fs.mkdirSync(dir, { recursive: true });
   const mcpConfig = path.join(cellDir, 'mcp-config.json');
   fs.writeFileSync(mcpConfig, JSON.stringify({
-    mcpServers: { [SERVER]: { command: cell.server.command, args: cell.server.args ?? [], env: cell.server.env ?? {} } },
+    mcpServers: {
+      [SERVER]: serverUrl
+        ? { type: 'http', url: serverUrl }
+        : { command: cell.server.command, args: cell.server.args ?? [], env: cell.server.env ?? {} },
+    },
   }));
   return {
     command: path.join(adapterDir, ...BINARY),

@@ -36,7 +36,7 @@ const HEADER = /^Wall time: [0-9.]+ seconds\nOutput:\n?/;
 /** A TOML basic string (JSON's escapes are TOML's). */
 const toml = (value) => JSON.stringify(String(value));
 
-function launch({ cell, cellDir, url, adapterDir }) {
+function launch({ cell, cellDir, url, adapterDir, serverUrl }) {
   const home = path.join(cellDir, 'home');
   const codexHome = path.join(cellDir, 'codex-home');
   const work = path.join(cellDir, 'work');
@@ -62,9 +62,9 @@ function launch({ cell, cellDir, url, adapterDir }) {
     'plugins = false',
     '',
     `[mcp_servers.${SERVER}]`,
-    `command = ${toml(cell.server.command)}`,
-    `args = [${(cell.server.args ?? []).map(toml).join(', ')}]`,
-    `env = { ${env} }`,
+    ...(serverUrl
+      ? [`url = ${toml(serverUrl)}`]
+      : [`command = ${toml(cell.server.command)}`, `args = [${(cell.server.args ?? []).map(toml).join(', ')}]`, `env = { ${env} }`]),
     'default_tools_approval_mode = "approve"',
     `tool_timeout_sec = ${cell.call_timeout_ms / 1000}`,
     '',

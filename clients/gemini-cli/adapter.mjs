@@ -29,7 +29,7 @@ import { PROMPT, SERVER, runHost } from '../_support/host_driver.mjs';
 const BUNDLE = ['node_modules', '@google', 'gemini-cli', 'bundle', 'gemini.js'];
 const WRAPPER = /^<untrusted_context>\n([\s\S]*)\n<\/untrusted_context>$/;
 
-function launch({ cell, cellDir, url, tools, adapterDir }) {
+function launch({ cell, cellDir, url, tools, adapterDir, serverUrl }) {
   const home = path.join(cellDir, 'home');
   const work = path.join(cellDir, 'work');
   const tmp = path.join(cellDir, 'tmp');
@@ -37,9 +37,9 @@ function launch({ cell, cellDir, url, tools, adapterDir }) {
   fs.writeFileSync(path.join(home, '.gemini', 'settings.json'), JSON.stringify({
     mcpServers: {
       [SERVER]: {
-        command: cell.server.command,
-        args: cell.server.args ?? [],
-        env: cell.server.env ?? {},
+        ...(serverUrl
+          ? { httpUrl: serverUrl }
+          : { command: cell.server.command, args: cell.server.args ?? [], env: cell.server.env ?? {} }),
         timeout: cell.call_timeout_ms,
       },
     },

@@ -27,7 +27,7 @@ import { PROMPT, SERVER, runHost } from '../_support/host_driver.mjs';
 const BINARY = ['node_modules', 'opencode-linux-x64', 'bin', 'opencode'];
 const PLUGIN = { dependencies: { '@opencode-ai/plugin': '*' } };
 
-function launch({ cell, cellDir, url, adapterDir }) {
+function launch({ cell, cellDir, url, adapterDir, serverUrl }) {
   const home = path.join(cellDir, 'home');
   const work = path.join(cellDir, 'work');
   const config = path.join(home, '.config', 'opencode');
@@ -49,9 +49,9 @@ function launch({ cell, cellDir, url, adapterDir }) {
     small_model: 'scripted/scripted',
     mcp: {
       [SERVER]: {
-        type: 'local',
-        command: [cell.server.command, ...(cell.server.args ?? [])],
-        environment: cell.server.env ?? {},
+        ...(serverUrl
+          ? { type: 'remote', url: serverUrl, oauth: false }
+          : { type: 'local', command: [cell.server.command, ...(cell.server.args ?? [])], environment: cell.server.env ?? {} }),
         enabled: true,
         timeout: cell.call_timeout_ms,
       },

@@ -25,16 +25,16 @@ import { PROMPT, SERVER, runHost } from '../_support/host_driver.mjs';
 
 const ENTRY = ['node_modules', '@qwen-code', 'qwen-code', 'cli-entry.js'];
 
-function launch({ cell, cellDir, url, adapterDir }) {
+function launch({ cell, cellDir, url, adapterDir, serverUrl }) {
   const home = path.join(cellDir, 'home');
   const work = path.join(cellDir, 'work');
   for (const dir of [path.join(home, '.qwen'), work]) fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(home, '.qwen', 'settings.json'), JSON.stringify({
     mcpServers: {
       [SERVER]: {
-        command: cell.server.command,
-        args: cell.server.args ?? [],
-        env: cell.server.env ?? {},
+        ...(serverUrl
+          ? { httpUrl: serverUrl }
+          : { command: cell.server.command, args: cell.server.args ?? [], env: cell.server.env ?? {} }),
         trust: true,
         timeout: cell.call_timeout_ms,
       },

@@ -114,11 +114,11 @@ class LocalBackend:
     @contextmanager
     def _reference_server(self, cell: Cell, files: CellFiles) -> Iterator[tuple[str | None, tuple[int, ...]]]:
         """For an HTTP cell, run the reference server while inside; yield its URL and its pid (which the
-        cell's cleanup must spare), or ``(None, ())`` for a stdio cell.
+        cell's cleanup must spare), or ``(None, ())`` where the adapter starts it (:attr:`Cell.starts_server`).
 
         On leaving, the server is stopped (and has journaled its exit) before the journal is read.
         """
-        if not cell.is_http:
+        if cell.starts_server:
             yield None, ()
             return
         command = [sys.executable, *cell.server_args(self.layout.server, files.directory)]
