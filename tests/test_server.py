@@ -193,23 +193,26 @@ def test_schema_case_frames(raw_run, case_id, schema):
     assert start["schema"] == schema
 
 
+HANDSHAKE = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "test-server", "version": "0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+"""initialize (id 1) and notifications/initialized, as a client opens a stdio session."""
+
+
 def list_tools(case_id: str, schema: str, journal: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """initialize, notifications/initialized and tools/list sent to the server over stdio; returns the
     tools/list response and the server's journal."""
-    frames = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "test-server", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
+    frames = [*HANDSHAKE, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
     done = subprocess.run(
         [
             sys.executable,
@@ -253,17 +256,7 @@ def test_results_dir_keeps_each_result_whole_and_the_journal_names_it(tmp_path):
     """``--results-dir`` (agent host cells): every result the server sends is written whole, the
     journal stays elided and names the file."""
     frames = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *HANDSHAKE,
         {
             "jsonrpc": "2.0",
             "id": 2,

@@ -96,14 +96,17 @@ export function readJsonLines(file) {
   });
 }
 
-function startModel(cell, scriptPath) {
-  const child = spawn(cell.model.command, [...cell.model.args, '--script', scriptPath, '--port', '0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+/**
+ * Start a service that prints `{"url": ...}` as its first stdout line when it listens (the scripted
+ * model, the HTTP reference server) and wait for that line; `what` names it in errors.
+ * @returns {Promise<{child: import('node:child_process').ChildProcess, url: string}>}
+ */
+function startListening(what, command, args, stderr) {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', stderr] });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the scripted model did not listen in ${READY_MS} ms`)), READY_MS);
+    const timer = setTimeout(() => reject(new Error(`${what} did not listen in ${READY_MS} ms`)), READY_MS);
     child.on('error', reject);
-    child.on('exit', (code) => reject(new Error(`the scripted model exited ${code} before listening`)));
+    child.on('exit', (code) => reject(new Error(`${what} exited ${code} before listening`)));
     readline.createInterface({ input: child.stdout }).once('line', (line) => {
       clearTimeout(timer);
       resolve({ child, url: JSON.parse(line).url });
@@ -111,24 +114,23 @@ function startModel(cell, scriptPath) {
   });
 }
 
+function startModel(cell, scriptPath) {
+  const args = [...cell.model.args, '--script', scriptPath, '--port', '0'];
+  return startListening('the scripted model', cell.model.command, args, 'inherit');
+}
+
 /**
  * Over Streamable HTTP, start the reference server the cell file describes (the harness leaves it to
  * a host adapter, which runs in the cell's network namespace: harness/cells.py `server_in_cell`) and
  * wait for its URL line; its stderr goes to the cell's `server-stderr.txt`.
  */
-function startServer(cell, cellDir) {
+async function startServer(cell, cellDir) {
   const stderr = fs.openSync(path.join(cellDir, 'server-stderr.txt'), 'w');
-  const child = spawn(cell.server.command, cell.server.args, { stdio: ['ignore', 'pipe', stderr] });
-  fs.closeSync(stderr);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the reference server did not listen in ${READY_MS} ms`)), READY_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => reject(new Error(`the reference server exited ${code} before listening`)));
-    readline.createInterface({ input: child.stdout }).once('line', (line) => {
-      clearTimeout(timer);
-      resolve({ child, url: JSON.parse(line).url });
-    });
-  });
+  try {
+    return await startListening('the reference server', cell.server.command, cell.server.args, stderr);
+  } finally {
+    fs.closeSync(stderr);
+  }
 }
 
 /** Stop a child with SIGTERM and wait until it has exited (the reference server journals its exit first). */
