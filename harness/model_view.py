@@ -26,7 +26,7 @@ string equal to that text counts as the text; the ``diverge`` case, whose text a
 content contradict each other, tells the two apart.
 
 An agent host's view of a result whose payload (a content block's text or data) is longer than the
-harness keeps whole comes with ``reach`` (``clients/_support/host_driver.mjs`` measures it against the
+harness keeps whole comes with ``reach`` (``clients/_support/host_measure.mjs`` measures it against the
 result the server sent): how much of each such payload the model read, and the host's own words.
 A text payload of which the model read anything counts as ``text``; :func:`kept` says how much.
 

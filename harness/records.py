@@ -74,7 +74,7 @@ class ModelView(TypedDict, total=False):
     error_flag_field: str | None
     message: Any
     reach: Reach | None
-    """Agent hosts: how much of a long payload the model read (``clients/_support/host_driver.mjs``)."""
+    """Agent hosts: how much of a long payload the model read (``clients/_support/host_measure.mjs``)."""
     output_schema_shown: bool | None
     """Agent hosts: whether the model was shown the tool's advertised outputSchema (null: nothing to show)."""
 

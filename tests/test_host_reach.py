@@ -1,4 +1,4 @@
-"""The host driver's measurements of what a host put in front of its model (clients/_support/host_driver.mjs
+"""The host driver's measurements of what a host put in front of its model (clients/_support/host_measure.mjs
 ``reach`` and ``schemaShown``), on values shaped like the ones the pinned hosts produced (docs/hosts.md)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ PAYLOAD = (LINE * 2000)[:140_000]
 def run(function: str, *args: Any) -> Any:
     if NODE is None:
         pytest.skip("node is not on PATH")
-    module = json.dumps((REPO / "clients" / "_support" / "host_driver.mjs").as_uri())
+    module = json.dumps((REPO / "clients" / "_support" / "host_measure.mjs").as_uri())
     script = (
         f"import fs from 'node:fs'; import {{ {function} }} from {module};"
         f"const args = JSON.parse(fs.readFileSync(0, 'utf8'));"
