@@ -15,6 +15,7 @@ from harness import catalog
 from servers.reference.elide import elide
 
 from .conftest import REPO
+from .test_http_transport import INITIALIZE
 
 ACCOUNT = {"account_id": "ACC-4471", "balance_minor": 4071877, "currency": "USD", "as_of": "2026-01-15T09:30:00Z"}
 OTHER = {"account_id": "ACC-5518", "balance_minor": 129900, "currency": "EUR", "as_of": "2026-01-15T09:30:00Z"}
@@ -193,19 +194,7 @@ def test_schema_case_frames(raw_run, case_id, schema):
     assert start["schema"] == schema
 
 
-HANDSHAKE = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "test-server", "version": "0"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-]
+HANDSHAKE = [INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
 """initialize (id 1) and notifications/initialized, as a client opens a stdio session."""
 
 
