@@ -86,15 +86,9 @@ class Cell:
     @property
     def starts_server(self) -> bool:
         """Whether the adapter (or the client it drives) starts the reference server: every stdio cell,
-        and :attr:`server_in_cell`."""
-        return not self.is_http or self.server_in_cell
-
-    @property
-    def server_in_cell(self) -> bool:
-        """Whether the adapter starts the HTTP reference server itself: an agent host's, inside the
-        cell's loopback-only network namespace, where the host can reach it. The harness starts every
-        other HTTP cell's server (and hands the adapter its URL)."""
-        return self.is_http and self.adapter.kind == "host"
+        and an agent host's HTTP cell (inside the cell's loopback-only network namespace, where the host
+        can reach it). The harness starts every other HTTP cell's server and hands the adapter its URL."""
+        return not self.is_http or self.adapter.kind == "host"
 
     def server_args(self, server_dir: Path, cell_dir: Path) -> list[str]:
         """The reference server's arguments (for HTTP the harness starts it; for stdio the client),

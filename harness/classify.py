@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import pandas as pd
@@ -203,16 +203,7 @@ def _model_facts(returned: list[Call], sent: list[JournalEvent]) -> ModelFacts:
             "model_schema_shown": view.get("output_schema_shown"),
             "model_blocks": model_view.blocks(value, result, reach),
         }
-    return {
-        "model_channel": None,
-        "model_error_seen": None,
-        "model_error_flag": None,
-        "model_excerpt": None,
-        "model_kept": None,
-        "model_words": None,
-        "model_schema_shown": None,
-        "model_blocks": None,
-    }
+    return cast(ModelFacts, dict.fromkeys(ModelFacts.__annotations__))
 
 
 def _altered_fields(calls: list[Call], sent: list[JournalEvent]) -> list[str]:

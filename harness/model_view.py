@@ -250,11 +250,12 @@ def channel(value: Any, sent: dict[str, Any] | None, reach: Reach | None = None)
     """The channel of ``value`` relative to the server's result ``sent`` (see the module docstring)."""
     texts = sent_texts(sent)
     layers = _layers(value, texts)
-    if _is_empty(layers, texts) and not _text_reached(reach):
+    text_reached = _text_reached(reach)
+    if _is_empty(layers, texts) and not text_reached:
         return "empty"
     found = [string for layer in layers for string in strings(layer)]
     has_text = (
-        _text_reached(reach)
+        text_reached
         or any(text in string for text in texts for string in found)
         or _carries_parsed_text(layers, sent or {}, texts)
     )

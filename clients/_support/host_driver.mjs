@@ -113,7 +113,7 @@ function startModel(cell, scriptPath) {
 
 /**
  * Over Streamable HTTP, start the reference server the cell file describes (the harness leaves it to
- * a host adapter, which runs in the cell's network namespace: harness/cells.py `server_in_cell`) and
+ * a host adapter, which runs in the cell's network namespace: harness/cells.py `starts_server`) and
  * wait for its URL line; its stderr goes to the cell's `server-stderr.txt`.
  */
 async function startServer(cell, cellDir) {
@@ -150,33 +150,27 @@ function runToEnd({ command, args, env, cwd }, stdoutPath) {
 }
 
 /** Why the reference server's journal shows no request from the host (it never started or spoke to it), or null. */
-function serverNotStarted(cellDir) {
-  const journal = readJsonLines(path.join(cellDir, 'journal.jsonl'));
+function serverNotStarted(journal) {
   if (journal.length === 0) return 'the host never started the reference server';
   return journal.some((e) => e.event === 'recv' && e.kind === 'request') ? null : 'the host sent the server no request';
 }
 
 /**
- * The results the reference server sent, whole, by JSON-RPC id, with the tool each answered
- * (`sent/result-N.json`, named by the journal's `send` events); the directory is removed once read.
- * @returns {Map<unknown, {tool: string, result: object}>}
+ * The `tools/call` results the reference server sent, whole, in the order it sent them, each with the
+ * tool it answered (`sent/result-N.json`, named by the journal's `send` events); the directory is
+ * removed once read.
+ * @returns {Array<{tool: string, result: object}>}
  */
 function sentResults(cellDir, journal) {
   const dir = path.join(cellDir, 'sent');
   const tools = new Map(journal.filter((e) => e.event === 'recv' && e.method === 'tools/call').map((e) => [e.id, e.params?.name]));
-  const sent = new Map();
-  for (const event of journal) {
-    if (event.event !== 'send' || !event.result_file || !tools.has(event.id)) continue;
-    const file = path.join(dir, event.result_file);
-    if (fs.existsSync(file)) sent.set(event.id, { tool: tools.get(event.id), result: JSON.parse(fs.readFileSync(file, 'utf8')) });
-  }
+  const files = journal.filter((e) => e.event === 'send' && e.result_file && tools.has(e.id));
+  const sent = files.filter((e) => fs.existsSync(path.join(dir, e.result_file))).map((e) => ({
+    tool: tools.get(e.id),
+    result: JSON.parse(fs.readFileSync(path.join(dir, e.result_file), 'utf8')),
+  }));
   fs.rmSync(dir, { recursive: true, force: true });
   return sent;
-}
-
-/** The `occurrence`-th result the server sent for `tool` (0-based), or null. */
-function sentFor(sent, tool, occurrence) {
-  return [...sent.values()].filter((s) => s.tool === tool)[occurrence]?.result ?? null;
 }
 
 /** The host did not connect to the reference server (the observation's error `type` names the case). */
@@ -201,23 +195,23 @@ export function runHost({ name, package: pkg, adapterUrl, host }) {
     const steps = [...cell.calls, cell.followup].map((c) => ({ tool: c.name, arguments: c.arguments ?? {} }));
     const scriptPath = path.join(cellDir, 'model-script.json');
     fs.writeFileSync(scriptPath, JSON.stringify({ steps, answer: ANSWER }));
-    const server = cell.transport !== 'stdio' && !cell.server.url ? await startServer(cell, cellDir) : null;
-    const ctx = { cell, cellDir, url: null, tools: [...new Set(steps.map((s) => s.tool))], adapterDir };
-    ctx.serverUrl = server?.url ?? cell.server.url ?? null;
+    const server = cell.transport === 'stdio' ? null : await startServer(cell, cellDir);
+    const tools = [...new Set(steps.map((s) => s.tool))];
     let model;
+    let ctx;
     let exit;
     try {
       model = await startModel(cell, scriptPath);
-      ctx.url = model.url;
+      ctx = { cell, cellDir, url: model.url, tools, adapterDir, serverUrl: server?.url ?? null };
       exit = await runToEnd(host.launch(ctx), path.join(cellDir, 'host-stdout.txt'));
     } finally {
       model?.child.kill('SIGTERM');
       if (server) await stop(server.child);
     }
-    const why = host.connected?.(ctx, exit) ?? serverNotStarted(cellDir);
+    const journal = readJsonLines(path.join(cellDir, 'journal.jsonl'));
+    const why = host.connected?.(ctx, exit) ?? serverNotStarted(journal);
     if (why !== null) throw new HostMcpNotConnected(`${name} did not connect to the server: ${why} (exit ${exit})`);
     const turns = readJsonLines(cell.model.journal).filter((e) => e.event === 'turn');
-    const journal = readJsonLines(path.join(cellDir, 'journal.jsonl'));
     return {
       turns, journal, sent: sentResults(cellDir, journal), steps, exit, next: 0, netns: fs.readlinkSync('/proc/self/ns/net'),
     };
@@ -253,7 +247,7 @@ export function runHost({ name, package: pkg, adapterUrl, host }) {
           errorFlagField: found.is_error === null || found.is_error === undefined ? null : host.errorFlagField,
           message: found.block,
         }),
-        reach: reach(value, sentFor(handle.sent, call.name, occurrence)),
+        reach: reach(value, handle.sent.filter((s) => s.tool === call.name)[occurrence]?.result ?? null),
         output_schema_shown: schemaShown(asked.body, handle.journal, call.name),
       },
       extra: { host_added: added, model_turn: answered.number, exposed_as: asked.action.call, net_namespace: handle.netns },
