@@ -12,13 +12,15 @@ of the training run: a cell runs the same code, only its classes load faster (me
 docs/benchmarks.md, and held to one process per cell without an archive by the isolation parity).
 
 An archive is refused, and the cells start without one, when the training run fails or overruns
-its bound, or leaves no archive; the reason is kept and shown in the run's metadata. The JVM checks
-an archive against its class path and its own build at every start and ignores one that does not
-match (``-Xshare:auto``), so a stale archive costs speed, never correctness; it is built again when
-the jar, a dependency, the JVM or the options change.
+its bound, or leaves no archive, or a JVM started as a cell's would not map it; the reason is kept
+and shown in the run's metadata. The JVM checks an archive against its class path and its own
+build at every start and ignores one that does not match (``-Xshare:auto``), so a stale archive
+costs speed, never correctness; it is built again when the jar, a dependency, their paths (a
+checkout that shares its ``.envs`` runs them from its own), the JVM or the options change.
 
 Files, in the adapter's environment (``.envs/<name>/class-archive/``): ``adapter.jsa``,
-``state.json`` (the key, the refusal) and the training cell's directory.
+``state.json`` (the key, the refusal), the training cell's directory and what the check that a cell's
+JVM maps the archive printed (``check.stdout``, ``check.stderr``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def directory(layout: Layout, adapter: Adapter) -> Path:
 def _key(layout: Layout, adapter: Adapter) -> str:
     digest = hashlib.sha256(f"{RECIPE}\0{toolchains.JAVA_OPTIONS}\0{toolchains.versions('java')}\0".encode())
     for path in toolchains.built_files(adapter, environments.env_dir(layout, adapter)):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        digest.update(str(path.absolute()).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -95,4 +97,25 @@ def _train(layout: Layout, adapter: Adapter, home: Path, archive: Path) -> str |
         return f"the training cell exited {finished.exit_code} (see {files.stderr})"
     if not archive.is_file():
         return f"the JVM wrote no archive (see {files.stdout})"
+    return _unmapped(layout, adapter, archive)
+
+
+def _unmapped(layout: Layout, adapter: Adapter, archive: Path) -> str | None:
+    """Why a JVM started as a cell's would not map the archive, or None when it does. Started with
+    ``-Xshare:on`` and no arguments: the JVM stops at once when it cannot use the archive, else the
+    adapter's ``main`` says its usage line."""
+    start = toolchains.run_command(adapter, environments.env_dir(layout, adapter), archive=archive)
+    said = archive.parent / "check.stderr"
+    finished = process.run_bounded(
+        [*start[:-2], "-Xshare:on", *start[-2:]],
+        cwd=adapter.directory,
+        env=environments.process_env(layout, adapter),
+        timeout_s=TRAINING_TIMEOUT_S,
+        stdout=archive.parent / "check.stdout",
+        stderr=said,
+        marker=str(archive),
+    )
+    words = " ".join(said.read_text(errors="replace").split())
+    if finished.timed_out or "Error occurred during initialization of VM" in words:
+        return f"the JVM does not map the archive it wrote: {words[-300:] or 'no answer'}"
     return None

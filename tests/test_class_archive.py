@@ -1,6 +1,7 @@
 """Java adapters start from a class-data archive (``harness/class_archive.py``): trained once at
-prepare on the control case, each cell a fresh JVM that maps it; the same cells as one JVM per cell
-without it."""
+prepare on the control case, each cell a fresh JVM that maps it (checked at prepare: an archive
+built from another checkout's paths is not mapped, and is built again); the same cells as one JVM
+per cell without it."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ pytestmark = [
 def test_a_java_column_from_its_class_archive_gives_the_cells_of_one_jvm_per_cell(checkout):
     scratch = checkout("java-sdk")
     scratch.harness("prepare", "--adapter", "java-sdk", timeout=1800)
-    state = json.loads((REPO / ".envs" / "java-sdk" / "class-archive" / "state.json").read_text())
-    assert state["refused"] is None and (REPO / ".envs" / "java-sdk" / "class-archive" / "adapter.jsa").is_file()
+    home = REPO / ".envs" / "java-sdk" / "class-archive"
+    state = json.loads((home / "state.json").read_text())
+    assert state["refused"] is None and (home / "adapter.jsa").is_file()
+    # a JVM started as the scratch checkout's cells are (its own paths, -Xshare:on) mapped the archive
+    assert "usage: java -jar adapter.jar" in (home / "check.stderr").read_text()
     cases = ("--case", "ok", "--case", "type-swap", "--case", "iserror-bad-structured")
     selection = ("--adapter", "java-sdk/list-first", *cases, "--transport", "stdio", "--protocol", "2025-11-25")
     scratch.harness("run", "--run-id", "warm", *selection, timeout=900)
