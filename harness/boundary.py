@@ -9,18 +9,20 @@ apart, the numbers a bisection to the byte between ``MIN_BYTES`` and ``max_bytes
 runs, but tries the sizes a configured limit is likely to be first:
 
 1. ``max_bytes``: accepted means "no limit up to max_bytes" (1 run).
-2. A binary search over the likely limits in between (``likely_limits``: every m * 2**e with
-   m < 16, the powers of two and the seven steps between two of them, 10 MiB being 1.25 * 8 MiB;
-   and every m * 10**e with m <= 9, such as 10,000,000). It ends at two adjacent likely sizes,
-   p accepted and c rejected, in at most 8 runs for the 149 sizes between 4 KiB and 64 MiB.
-   ``MIN_BYTES`` is probed only when every likely size was rejected (rejected too: the client
-   rejects every frame from ``MIN_BYTES`` on).
-3. The sizes a limit off by one byte (the newline counted or not, < or <=) lands on: p + 1
-   (rejected: the limit is p), c - 1 (accepted: the limit is c - 1), p + 2 (rejected: it is p + 1).
+2. A binary search over the likely limits in between and the two bytes above each
+   (``likely_limits``: every m * 2**e with m < 16, the powers of two and the seven steps between two
+   of them, 10 MiB being 1.25 * 8 MiB; and every m * 10**e with m <= 9, such as 10,000,000; a limit
+   counts the newline or not, takes < or <=, so it lands on s or s + 1 for a likely size s). It ends
+   at two adjacent candidates, p accepted and c rejected, in at most 9 runs for the 447 candidates
+   between 4 KiB and 64 MiB. When c = p + 1 that is the limit. ``MIN_BYTES`` is probed only when
+   every candidate was rejected (rejected too: the client rejects every frame from ``MIN_BYTES`` on).
+3. Otherwise the limit lies between a likely size's s + 2 and the next likely size c: c - 1 first
+   (accepted: the limit is c - 1, a limit one byte short of a likely size).
 4. Otherwise a bisection between the largest accepted and the smallest rejected size so far.
 
-So a limit at a likely size (10,485,760, 1,048,576, 33,554,432, 10,000,000, 4,194,304) takes at most
-10 runs, one a byte beside it at most 12, any other about 32 (one more for a slow reader, below).
+So a limit at a likely size s (10,485,760, 1,048,576, 33,554,432, 10,000,000, 4,194,304) or at s + 1
+(16,777,217) takes at most 10 runs, one at s - 1 at most 11, any other about 32 (one more for a slow
+reader, below).
 
 A probe that ends in ``timeout`` says nothing about size (a slow client is not a size limit), so it
 stops the search as inconclusive at that size (``verdict``: unless the client said out of band that
@@ -247,6 +249,14 @@ def likely_limits(low: int, high: int) -> list[int]:
     return sorted(size for size in sizes if low < size < high)
 
 
+def candidates(low: int, high: int) -> list[int]:
+    """The sizes the search's first stage tries, strictly between ``low`` and ``high``, ascending: each
+    likely limit s and s + 1, s + 2, so that a limit at s or s + 1 ends that stage with the limit and
+    the byte above it both probed."""
+    sizes = {size + delta for size in likely_limits(low - 2, high) for delta in (0, 1, 2)}
+    return sorted(size for size in sizes if low < size < high)
+
+
 def search(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
     """The largest accepted size in [low, high] and the next one up, likely limits first (module docstring).
 
@@ -259,7 +269,7 @@ def search(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
     try:
         if probe(high):
             return Bisection(high, None, probe.count, None)
-        sizes = likely_limits(low, high)
+        sizes = candidates(low, high)
         below, above = -1, len(sizes)  # sizes[below] is accepted (-1: low), sizes[above] rejected (len: high)
         while above - below > 1:
             middle = (below + above) // 2
@@ -271,14 +281,12 @@ def search(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
             if low == high or not probe(low):
                 return Bisection(None, low, probe.count, probe.rejection)
             accepted = low
-        # p = accepted, c = rejected: a limit a byte off a likely size (newline counted or not, < or <=)
-        # is p, p + 1 or c - 1
-        for size in (accepted + 1, rejected - 1, accepted + 2):
-            if accepted < size < rejected:
-                if probe(size):
-                    accepted = size
-                else:
-                    rejected = size
+        # a limit one byte short of a likely size (c - 1) before any other
+        if rejected - accepted > 1:
+            if probe(rejected - 1):
+                accepted = rejected - 1
+            else:
+                rejected -= 1
         while rejected - accepted > 1:
             middle = (accepted + rejected) // 2
             if probe(middle):
