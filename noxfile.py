@@ -153,28 +153,37 @@ def base_image(session: nox.Session) -> None:
 
 
 PARITY_ADAPTERS = ("raw-jsonrpc", "python-mcp", "ts-sdk", "go-sdk/call-only")
+PARITY_SCHEMA_CASES = (
+    "ok",
+    "type-swap",
+    "wrong-container",
+    "iserror-valid-structured",
+    "missing-content",
+    "corrupt-plausible",
+    "error",
+    "latency",
+    "structured-array",
+    "schema-ref-unresolvable",
+)
+"""A third of the schema family: the control case, a wrong type, a non-object result (two ways),
+isError with structured content, no content, text that disagrees, a JSON-RPC error, a late answer
+and a schema the client cannot resolve."""
 PARITY_SIZE_CASES = ("text-9mib", "text-10mib")
-PARITY_MODERN_CASES = ("ok", "wrong-container", "structured-array", "resulttype-missing", "unsupported-version")
+PARITY_MODERN_CASES = ("ok", "wrong-container", "unsupported-version")
 
 
 @nox.session(name="backend-parity")
 def backend_parity(session: nox.Session) -> None:
-    """On the local and the docker backend: the schema family and two size cases under 2025-11-25,
-    and a few cases under 2026-07-28; fail on any difference.
+    """On the local and the docker backend, every transport: a third of the schema family and two
+    size cases under 2025-11-25, three cases under 2026-07-28; fail on any difference.
 
     Arguments go to the image build (``-- --base-image IMAGE --ca-bundle PEM``).
     """
     _install(session, "docker")
     adapters = [arg for name in PARITY_ADAPTERS for arg in ("--adapter", name)]
     session.run("python", "-m", "harness", "prepare", "--backend", "docker", *adapters, *session.posargs)
-    schema_cases = session.run(
-        "python",
-        "-c",
-        "from harness import catalog; print(*(c.id for c in catalog.CASES if c.family == 'schema'))",
-        silent=True,
-    )
     parts = {
-        "legacy": (str(schema_cases).split() + list(PARITY_SIZE_CASES), "2025-11-25"),
+        "legacy": (PARITY_SCHEMA_CASES + PARITY_SIZE_CASES, "2025-11-25"),
         "modern": (list(PARITY_MODERN_CASES), "2026-07-28"),
     }
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -198,14 +207,14 @@ ISOLATION_TRANSPORT_CASES = ("no-response", "cancel-then-followup", "stdout-nois
 
 @nox.session(name="isolation-parity")
 def isolation_parity(session: nox.Session) -> None:
-    """A subset on stdio (the schema family on SDK and framework columns, four transport cases on
-    the SDK columns), Python and Node, started warm (forked from workers, from snapshots) and as one
-    process per cell; fail on any difference."""
+    """A subset on stdio (the schema family under 2025-11-25 on SDK and framework columns, four
+    transport cases on the SDK columns under both revisions), Python and Node, started warm (forked
+    from workers, from snapshots) and as one process per cell; fail on any difference."""
     _install(session, "docker")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     selections = [
         [arg for name in ISOLATION_SDK_COLUMNS + ISOLATION_FRAMEWORK_COLUMNS for arg in ("--adapter", name)]
-        + ["--family", "schema"],
+        + ["--family", "schema", "--protocol", "2025-11-25"],
         [arg for name in ISOLATION_SDK_COLUMNS for arg in ("--adapter", name)]
         + [arg for case in ISOLATION_TRANSPORT_CASES for arg in ("--case", case)],
     ]
