@@ -13,7 +13,7 @@ runs, but tries the sizes a configured limit is likely to be first:
    (``likely_limits``: every m * 2**e with m < 16, the powers of two and the seven steps between two
    of them, 10 MiB being 1.25 * 8 MiB; and every m * 10**e with m <= 9, such as 10,000,000; a limit
    counts the newline or not, takes < or <=, so it lands on s or s + 1 for a likely size s). It ends
-   at two adjacent candidates, p accepted and c rejected, in at most 9 runs for the 447 candidates
+   at two adjacent candidates, p accepted and c rejected, in at most 9 runs for the 449 candidates
    between 4 KiB and 64 MiB. When c = p + 1 that is the limit. ``MIN_BYTES`` is probed only when
    every candidate was rejected (rejected too: the client rejects every frame from ``MIN_BYTES`` on).
 3. Otherwise the limit lies between a likely size's s + 2 and the next likely size c: c - 1 first

@@ -97,25 +97,26 @@ def _train(layout: Layout, adapter: Adapter, home: Path, archive: Path) -> str |
         return f"the training cell exited {finished.exit_code} (see {files.stderr})"
     if not archive.is_file():
         return f"the JVM wrote no archive (see {files.stdout})"
-    return _unmapped(layout, adapter, archive)
+    return why_unmapped(layout, adapter, archive)
 
 
-def _unmapped(layout: Layout, adapter: Adapter, archive: Path) -> str | None:
+def why_unmapped(layout: Layout, adapter: Adapter, archive: Path) -> str | None:
     """Why a JVM started as a cell's would not map the archive, or None when it does. Started with
-    ``-Xshare:on`` and no arguments: the JVM stops at once when it cannot use the archive, else the
-    adapter's ``main`` says its usage line."""
-    start = toolchains.run_command(adapter, environments.env_dir(layout, adapter), archive=archive)
-    said = archive.parent / "check.stderr"
+    ``-Xshare:on`` and no arguments: the JVM stops at once, exit 1, when it cannot use the archive;
+    else the adapter's ``main`` runs and exits 2 with its usage line (a bad cell, in the adapter
+    contract)."""
+    env_dir = environments.env_dir(layout, adapter)
+    said = (archive.parent / "check.stdout", archive.parent / "check.stderr")
     finished = process.run_bounded(
-        [*start[:-2], "-Xshare:on", *start[-2:]],
+        toolchains.run_command(adapter, env_dir, archive=archive, jvm_options=("-Xshare:on",)),
         cwd=adapter.directory,
         env=environments.process_env(layout, adapter),
         timeout_s=TRAINING_TIMEOUT_S,
-        stdout=archive.parent / "check.stdout",
-        stderr=said,
+        stdout=said[0],
+        stderr=said[1],
         marker=str(archive),
     )
-    words = " ".join(said.read_text(errors="replace").split())
-    if finished.timed_out or "Error occurred during initialization of VM" in words:
-        return f"the JVM does not map the archive it wrote: {words[-300:] or 'no answer'}"
+    if finished.timed_out or finished.exit_code != 2:
+        words = " ".join(" ".join(path.read_text(errors="replace").split()) for path in said).strip()
+        return f"a JVM started as a cell's does not map the archive (exit {finished.exit_code}): {words[-300:]}"
     return None

@@ -161,15 +161,21 @@ def built_files(adapter: Adapter, env_dir: Path) -> list[Path]:
 
 
 def run_command(
-    adapter: Adapter, env_dir: Path, *, archive: Path | None = None, archive_at_exit: Path | None = None
+    adapter: Adapter,
+    env_dir: Path,
+    *,
+    archive: Path | None = None,
+    archive_at_exit: Path | None = None,
+    jvm_options: tuple[str, ...] = (),
 ) -> list[str]:
     """The start of a cell's command line (the cell file and the observation path follow). A Java
-    adapter's JVM maps the class-data ``archive``, or writes one at exit (:mod:`harness.class_archive`)."""
+    adapter's JVM maps the class-data ``archive``, or writes one at exit (:mod:`harness.class_archive`),
+    with ``jvm_options`` last."""
     built = artifact(adapter, env_dir)
     if adapter.runtime == "java":
         sharing = [f"-XX:SharedArchiveFile={archive}"] if archive else []
         sharing += [f"-XX:ArchiveClassesAtExit={archive_at_exit}"] if archive_at_exit else []
-        return ["java", *JAVA_OPTIONS, *sharing, "-jar", str(built)]
+        return ["java", *JAVA_OPTIONS, *sharing, *jvm_options, "-jar", str(built)]
     return [str(built)]
 
 

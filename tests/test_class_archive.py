@@ -10,6 +10,8 @@ import shutil
 
 import pytest
 
+from harness import class_archive, manifest
+from harness.layout import Layout
 from harness.records import RunMeta
 
 from .conftest import REPO
@@ -20,7 +22,7 @@ pytestmark = [
 ]
 
 
-def test_a_java_column_from_its_class_archive_gives_the_cells_of_one_jvm_per_cell(checkout):
+def test_a_java_column_from_its_class_archive_gives_the_cells_of_one_jvm_per_cell(checkout, tmp_path):
     scratch = checkout("java-sdk")
     scratch.harness("prepare", "--adapter", "java-sdk", timeout=1800)
     home = REPO / ".envs" / "java-sdk" / "class-archive"
@@ -28,6 +30,12 @@ def test_a_java_column_from_its_class_archive_gives_the_cells_of_one_jvm_per_cel
     assert state["refused"] is None and (home / "adapter.jsa").is_file()
     # a JVM started as the scratch checkout's cells are (its own paths, -Xshare:on) mapped the archive
     assert "usage: java -jar adapter.jar" in (home / "check.stderr").read_text()
+    damaged = tmp_path / "damaged" / "adapter.jsa"
+    damaged.parent.mkdir()
+    damaged.write_bytes(bytes(4096))
+    java_sdk = manifest.load(REPO / "clients" / "java-sdk" / "adapter.toml")
+    why = class_archive.why_unmapped(Layout(scratch.root), java_sdk, damaged)
+    assert why is not None and "does not map the archive (exit 1)" in why and "shared archive" in why, why
     cases = ("--case", "ok", "--case", "type-swap", "--case", "iserror-bad-structured")
     selection = ("--adapter", "java-sdk/list-first", *cases, "--transport", "stdio", "--protocol", "2025-11-25")
     scratch.harness("run", "--run-id", "warm", *selection, timeout=900)
