@@ -102,14 +102,18 @@ class Cell:
             proxy += ["--journal", str(cell_dir / JOURNAL_FILE)]
             proxy += ["--transport", self.transport, "--port", "0"] if self.is_http else []
             return [*proxy, "--case", self.case.id, "--schema", self.schema, "--protocol", self.protocol]
+        return [*server_program(server_dir), *self.server_options(cell_dir)]
+
+    def server_options(self, cell_dir: Path) -> list[str]:
+        """The reference server's options (not live mode's proxy's), after its program."""
         served = (
             ["--case-file", str(cell_dir / REPLAY_FILE)] if self.case.replay is not None else ["--case", self.case.id]
         )
-        args = [*server_program(server_dir), *served, "--schema", self.schema, "--protocol", self.protocol]
-        args += ["--journal", str(cell_dir / JOURNAL_FILE)]
+        options = [*served, "--schema", self.schema, "--protocol", self.protocol]
+        options += ["--journal", str(cell_dir / JOURNAL_FILE)]
         if self.adapter.kind == "host":
-            args += ["--results-dir", str(cell_dir / SENT_RESULTS_DIRECTORY)]
-        return args + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
+            options += ["--results-dir", str(cell_dir / SENT_RESULTS_DIRECTORY)]
+        return options + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
 
     def calls(self) -> list[dict[str, Any]]:
         call = dict(self.case.tool_call or TOOL_CALL)

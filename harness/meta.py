@@ -68,6 +68,7 @@ def collect(backend: Backend, adapters: list[Adapter], run_id: str, settings: Ru
         "node": node,
         "toolchains": toolchains.host_toolchains(),
         "settings": settings,
+        "reference_server": backend.server_start(),
         "adapters": {
             adapter.name: adapter_meta(adapter, described["adapters"].get(adapter.name, {})) for adapter in adapters
         },

@@ -174,7 +174,11 @@ def start_service(command: list[str], *, stderr: Path, ready_timeout_s: float) -
     return service, lines[0].decode("utf-8", "replace").strip()
 
 
-def stop_service(service: subprocess.Popen[bytes], grace_s: float = 2.0) -> None:
+SERVICE_GRACE_S = 2.0
+"""How long a service has, once signalled, to journal its exit before it is killed."""
+
+
+def stop_service(service: subprocess.Popen[bytes], grace_s: float = SERVICE_GRACE_S) -> None:
     """SIGTERM the service's group (so it can journal its exit), then SIGKILL, and reap it."""
     try:
         os.killpg(service.pid, signal.SIGTERM)

@@ -228,6 +228,9 @@ class RunMeta(TypedDict, total=False):
     """The compiled adapters' build tools found on the host and their versions (``go``, ``rustc``,
     ``cargo``, ``java``, ``mvn``; :mod:`harness.toolchains`)."""
     settings: RunSettings
+    reference_server: str
+    """How HTTP cells' reference servers started: ``worker`` (forked from a warm worker, the
+    default), ``process (why)``, ``container`` (absent in runs before warm servers)."""
     adapters: dict[str, AdapterMeta]
     prepare_failures: dict[str, str]
     merged_from: list[str]

@@ -29,13 +29,13 @@ from . import (
     store,
     versions,
 )
-from .classify import cells_frame
 from .errors import UsageError
 from .layout import Layout
 from .live import LiveServer
 from .manifest import Adapter
+from .outcome_feed import OutcomeFeed
 from .progress import Progress
-from .records import CellRecord, RunMeta, RunSettings
+from .records import RunMeta, RunSettings
 
 WAIT_JOBS_PER_JOB = 4
 """Waiting cells run beside the CPU-bound ones, by default four per ``--jobs`` slot."""
@@ -284,18 +284,7 @@ def _execute(
         run_meta["prepare_failures"] = broken
     run.write_meta(run_meta)
     progress = Progress(total=len(done) + len(todo), done=len(done))
-    classified_meta = run_meta
-
-    def on_record(record: CellRecord) -> None:
-        try:
-            outcome = str(cells_frame([record], classified_meta).iloc[0]["outcome"])
-        except Exception as exc:  # the record is stored; a classification bug must not stop the run
-            outcome = f"unclassified ({type(exc).__name__}: {exc})"
-        process = record["process"]
-        seconds = process["wall_ms"] / 1000 if process else None
-        label = f"{record['column']} {record['case']} {record['schema']} {record['transport']} {record.get('protocol')}"
-        progress.update(label, outcome, seconds)
-
+    feed = OutcomeFeed(progress, run_meta)
     outcome = Outcome(run, broken)
     try:
         runner.run_all(
@@ -305,17 +294,20 @@ def _execute(
             jobs=request.jobs,
             wait_jobs=wait_jobs(request),
             broken=broken,
-            on_record=on_record,
+            on_record=feed.put,
         )
     except runner.Interrupted as exc:
+        feed.close()
         progress.close()
         print(f"{exc}; finish with: python -m harness run --resume {run.run_id}", file=sys.stderr)
         outcome.interrupted = True
         return outcome
+    feed.close()
     progress.close()
     for adapter in adapters:  # a worker that refused to start is known only now
         if adapter.name in run_meta["adapters"] and not adapter.broken:
             run_meta["adapters"][adapter.name]["isolation"] = backend.isolation_of(adapter)
+    run_meta["reference_server"] = backend.server_start()
     run_meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     run.write_meta(run_meta)
     for name, why in sorted(broken.items()):

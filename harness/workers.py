@@ -21,6 +21,8 @@ import json
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -67,6 +69,23 @@ class _Request:
     error: str | None = None
     forked: threading.Event = field(default_factory=threading.Event)
     ended: threading.Event = field(default_factory=threading.Event)
+
+
+class Child:
+    """A worker's forked child (:meth:`Worker.child`): its pid (and process group), and how it ended."""
+
+    def __init__(self, pid: int, request: _Request) -> None:
+        self.pid = pid
+        self._request = request
+
+    def wait(self, timeout_s: float) -> bool:
+        """Whether the child ended (the worker reaped it) within ``timeout_s``."""
+        return self._request.ended.wait(timeout_s)
+
+    @property
+    def exit_code(self) -> int | None:
+        """As :mod:`subprocess` says it (negative: killed by that signal); None while it runs."""
+        return self._request.exit_code
 
 
 class Worker:
@@ -140,10 +159,13 @@ class Worker:
     def alive(self) -> bool:
         return self._dead is None
 
-    def run(self, argv: list[str], *, cwd: Path, stdout: Path, stderr: Path, timeout_s: float, marker: str,
-            spare: tuple[int, ...] = ()) -> Finished:  # fmt: skip
-        """Run ``argv`` (the adapter's command line) in a forked child for at most ``timeout_s``."""
-        started = time.monotonic()
+    @contextmanager
+    def child(
+        self, argv: list[str], *, cwd: Path, stdout: Path, stderr: Path, fork_timeout_s: float
+    ) -> Iterator[Child]:
+        """``argv`` running in a forked child while inside (:exc:`NotForked` when the worker could not
+        fork it within ``fork_timeout_s``); on leaving, the child's group is killed and the child
+        reaped (:exc:`WorkerError` when the worker does not report it reaped within :data:`REAP_S`)."""
         request = _Request()
         with self._lock:
             if self._dead is not None:
@@ -162,27 +184,34 @@ class Worker:
                 self._requests.pop(request_id, None)
                 raise NotForked(f"the worker does not take requests: {exc}") from exc
         try:
-            request.forked.wait(timeout_s)
+            request.forked.wait(fork_timeout_s)
             if request.pid is None:
-                raise NotForked(request.error or f"the worker did not fork within {timeout_s:.0f} s")
-            process.track_group(request.pid)
+                raise NotForked(request.error or f"the worker did not fork within {fork_timeout_s:.0f} s")
+            pid = request.pid
+            process.track_group(pid)
             try:
-                remaining = timeout_s - (time.monotonic() - started)
-                timed_out = not request.ended.wait(max(0.0, remaining))
-                if timed_out:
-                    process.kill_group(request.pid)
-                    if not request.ended.wait(REAP_S):
-                        raise WorkerError(f"child {request.pid} was killed but not reported reaped")
+                yield Child(pid, request)
+                process.kill_group(pid)
+                if not request.ended.wait(REAP_S):
+                    raise WorkerError(f"child {pid} was killed but not reported reaped")
             finally:
-                process.kill_group(request.pid)
-                process.untrack_group(request.pid)
+                process.kill_group(pid)
+                process.untrack_group(pid)
         finally:
             with self._lock:
                 self._requests.pop(request_id, None)
         if request.error is not None and request.exit_code is None:
             raise WorkerError(request.error)
+
+    def run(self, argv: list[str], *, cwd: Path, stdout: Path, stderr: Path, timeout_s: float, marker: str,
+            spare: tuple[int, ...] = ()) -> Finished:  # fmt: skip
+        """Run ``argv`` (the adapter's command line) in a forked child for at most ``timeout_s``."""
+        started = time.monotonic()
+        with self.child(argv, cwd=cwd, stdout=stdout, stderr=stderr, fork_timeout_s=timeout_s) as child:
+            remaining = timeout_s - (time.monotonic() - started)
+            timed_out = not child.wait(max(0.0, remaining))
         return Finished(
-            exit_code=None if timed_out else request.exit_code,
+            exit_code=None if timed_out else child.exit_code,
             timed_out=timed_out,
             wall_ms=round((time.monotonic() - started) * 1000, 1),
             stragglers_killed=process.kill_by_marker(marker, spare),

@@ -2,11 +2,13 @@
 
 Usage (the harness starts it, ``harness/workers.py``)::
 
-    <adapter venv>/bin/python fork_worker.py <adapter entry file>
+    <adapter venv>/bin/python fork_worker.py <adapter entry file> [module ...]
 
 Stdlib only, Python >= 3.10, run in the adapter's own environment. It runs the ``import``
 statements at the top level of the entry file once (:func:`preload`; nothing else of the adapter
-runs in the worker), refuses to serve when a thread is running after that (forking a process
+runs in the worker), then imports each ``module`` named after it (modules the entry imports
+lazily, inside a function: the reference server's HTTP stack, which its stdio runs never load),
+refuses to serve when a thread is running after that (forking a process
 with threads is not safe; such an adapter declares ``fork_safe = false`` in its manifest and runs
 one process per cell), and then answers requests, one JSON object per line on stdin, with JSON
 lines on stdout (its own stdout is moved to stderr, the log, so that nothing an import prints can
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import importlib
 import json
 import os
 import runpy
@@ -160,26 +163,29 @@ def _kill_all(children: dict[int, int]) -> None:
         children.pop(pid, None)
 
 
-def preload(entry: str) -> None:
+def preload(entry: str, modules: list[str]) -> None:
     """Run the top-level ``import`` / ``from ... import`` statements of ``entry``, in order, in a
-    namespace of their own: the modules the adapter imports are loaded, none of its code runs."""
+    namespace of their own, then import ``modules``: the modules the adapter imports are loaded,
+    none of its code runs."""
     with open(entry, encoding="utf-8") as source:
         tree = ast.parse(source.read(), filename=entry)
     imports = ast.Module(
         body=[node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))], type_ignores=[]
     )
     exec(compile(imports, entry, "exec"), {"__name__": PRELOAD_NAME, "__file__": entry})
+    for module in modules:
+        importlib.import_module(module)
 
 
-def serve(entry: str) -> int:
-    """Preload ``entry``, then fork a child per request until stdin closes."""
+def serve(entry: str, modules: list[str]) -> int:
+    """Preload ``entry`` and ``modules``, then fork a child per request until stdin closes."""
     global _REPLIES
     _REPLIES = os.dup(1)  # replies keep the pipe; whatever the adapter's imports print goes to the log
     os.dup2(2, 1)
     _PRIVATE.append(_REPLIES)
     sys.path[0] = os.path.dirname(os.path.abspath(entry))
     try:
-        preload(entry)
+        preload(entry, modules)
     except BaseException as exc:  # the adapter does not even import: each cell will show it in process mode
         _send({"refused": f"importing {entry} failed: {type(exc).__name__}: {exc}"})
         return 1
@@ -229,7 +235,7 @@ def serve(entry: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print("usage: fork_worker.py <adapter entry file>", file=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: fork_worker.py <adapter entry file> [module ...]", file=sys.stderr)
         sys.exit(2)
-    sys.exit(serve(sys.argv[1]))
+    sys.exit(serve(sys.argv[1], sys.argv[2:]))

@@ -59,6 +59,11 @@ class Backend(Protocol):
         """How the adapter's cells run: ``worker``, ``process (why)``, ``container``."""
         ...
 
+    def server_start(self) -> str:
+        """How HTTP cells' reference servers start: ``worker`` (forked from a warm worker),
+        ``process (why)``, ``container``."""
+        ...
+
     def close(self) -> None:
         """Release what the backend holds; afterwards nothing it started is left."""
         ...

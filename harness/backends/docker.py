@@ -271,6 +271,9 @@ class DockerBackend:
     def isolation_of(self, adapter: Adapter) -> str:
         return "container"
 
+    def server_start(self) -> str:
+        return "container"
+
     def close(self) -> None:
         left = self.client.containers.list(all=True, filters={"label": f"{images.LABEL}.owner={self.owner}"})
         for container in left:

@@ -17,9 +17,11 @@ a fresh process started from the adapter's entry.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
 from .. import class_archive, environments, loopback, process, snapshots, toolchains, workers
@@ -27,7 +29,7 @@ from ..cells import Cell
 from ..layout import CellFiles, Layout
 from ..manifest import Adapter
 from ..process import Finished
-from . import PrepareError
+from . import PrepareError, warm_server
 from .reference import READY_S, parse_url_line
 
 WARM_STARTS = {"node": "snapshot", "java": "class archive"}
@@ -116,17 +118,40 @@ class LocalBackend:
         """For an HTTP cell, run the reference server while inside; yield its URL and its pid (which the
         cell's cleanup must spare), or ``(None, ())`` where the adapter starts it (:attr:`Cell.starts_server`).
 
-        On leaving, the server is stopped (and has journaled its exit) before the journal is read.
+        Under ``worker`` isolation the server is forked from the run's warm server worker
+        (:mod:`.warm_server`), else (and for live mode's proxy) started as a process. On leaving, the
+        server is stopped (and has journaled its exit) before the journal is read.
         """
         if cell.starts_server:
             yield None, ()
             return
+        with ExitStack() as stack:
+            url, pid = self._start_server(stack, cell, files)
+            yield url, (pid,)
+
+    def _start_server(self, stack: ExitStack, cell: Cell, files: CellFiles) -> tuple[str, int]:
+        """Start the cell's reference server, its stop pushed onto ``stack``: its URL and pid."""
+        worker = self._server_worker() if cell.case.live is None else None
+        if worker is not None:
+            try:
+                return stack.enter_context(
+                    warm_server.serve(worker, cell.server_options(files.directory), files, self.layout)
+                )
+            except workers.NotForked:
+                pass  # the worker is gone and nothing ran: this server starts as a process
         command = [sys.executable, *cell.server_args(self.layout.server, files.directory)]
         service, line = process.start_service(command, stderr=files.server_stderr, ready_timeout_s=READY_S)
-        try:
-            yield parse_url_line(line), (service.pid,)
-        finally:
-            process.stop_service(service)
+        stack.callback(process.stop_service, service)
+        return parse_url_line(line), service.pid
+
+    def _server_worker(self) -> workers.Worker | None:
+        """The run's warm reference server worker (started on first use), or None under ``process``
+        isolation or when it would not start."""
+        if self.isolation != "worker":
+            return None
+        log = self.layout.envs / "reference-server.worker.log"
+        command = warm_server.worker_command(self.layout)
+        return self._workers.get(warm_server.WORKER_NAME, command, cwd=Path.cwd(), env=dict(os.environ), log=log)
 
     def run(self, cell: Cell, files: CellFiles) -> Finished:
         with self._reference_server(cell, files) as (url, spare):
@@ -158,6 +183,12 @@ class LocalBackend:
                 marker=str(files.directory),
                 spare=spare,
             )
+
+    def server_start(self) -> str:
+        if self.isolation != "worker":
+            return "process (--isolation process)"
+        refused = self._workers.refused.get(warm_server.WORKER_NAME)
+        return f"process (worker refused: {refused})" if refused else "worker"
 
     def kill_all(self) -> None:
         process.kill_all_running()
