@@ -165,18 +165,30 @@ def run_command(
     env_dir: Path,
     *,
     archive: Path | None = None,
-    archive_at_exit: Path | None = None,
     jvm_options: tuple[str, ...] = (),
 ) -> list[str]:
     """The start of a cell's command line (the cell file and the observation path follow). A Java
-    adapter's JVM maps the class-data ``archive``, or writes one at exit (:mod:`harness.class_archive`),
-    with ``jvm_options`` last."""
+    adapter's JVM maps the class-data ``archive`` (:mod:`harness.class_archive`), with
+    ``jvm_options`` last."""
     built = artifact(adapter, env_dir)
     if adapter.runtime == "java":
         sharing = [f"-XX:SharedArchiveFile={archive}"] if archive else []
-        sharing += [f"-XX:ArchiveClassesAtExit={archive_at_exit}"] if archive_at_exit else []
         return ["java", *JAVA_OPTIONS, *sharing, *jvm_options, "-jar", str(built)]
     return [str(built)]
+
+
+def archive_dump_command(adapter: Adapter, env_dir: Path, class_list: Path, archive: Path) -> list[str]:
+    """The JVM that writes a static class-data ``archive`` of the classes in ``class_list`` (and
+    exits), for cells started by :func:`run_command` on the same jar (:mod:`harness.class_archive`)."""
+    return [
+        "java",
+        *JAVA_OPTIONS,
+        "-Xshare:dump",
+        f"-XX:SharedClassListFile={class_list}",
+        f"-XX:SharedArchiveFile={archive}",
+        "-cp",
+        str(artifact(adapter, env_dir)),
+    ]
 
 
 def installed_version(adapter: Adapter, env_dir: Path) -> str | None:
