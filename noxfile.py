@@ -216,27 +216,34 @@ def backend_parity(session: nox.Session) -> None:
 ISOLATION_SDK_COLUMNS = ("raw-jsonrpc", "python-mcp", "python-mcp-v1", "ts-sdk/call-only", "ts-client-v2/list-first")
 ISOLATION_FRAMEWORK_COLUMNS = ("pydantic-ai/default", "smolagents/default", "langchain-js/default")
 ISOLATION_TRANSPORT_CASES = ("no-response", "cancel-then-followup", "stdout-noise", "exit-mid-call")
+ISOLATION_HTTP_CASES = ("ok", "type-swap", "drop-required", "iserror-plain", "latency")
+"""Over Streamable HTTP, where the warm side's reference server is forked from a worker too."""
 
 
 @nox.session(name="isolation-parity")
 def isolation_parity(session: nox.Session) -> None:
-    """A subset on stdio (the schema family under 2025-11-25 on SDK and framework columns, four
-    transport cases on the SDK columns under both revisions), Python and Node, started warm (forked
-    from workers, from snapshots) and as one process per cell; fail on any difference."""
+    """A subset, Python and Node, started warm (forked from workers, from snapshots; HTTP cells'
+    servers forked from a worker) and as one process per cell; fail on any difference: on stdio the
+    schema family under 2025-11-25 on SDK and framework columns and four transport cases on the SDK
+    columns under both revisions; over both HTTP transports five schema cases on the SDK columns."""
     _install(session, "docker")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    sdk_columns = [arg for name in ISOLATION_SDK_COLUMNS for arg in ("--adapter", name)]
     selections = [
         [arg for name in ISOLATION_SDK_COLUMNS + ISOLATION_FRAMEWORK_COLUMNS for arg in ("--adapter", name)]
-        + ["--family", "schema", "--protocol", "2025-11-25"],
-        [arg for name in ISOLATION_SDK_COLUMNS for arg in ("--adapter", name)]
-        + [arg for case in ISOLATION_TRANSPORT_CASES for arg in ("--case", case)],
+        + ["--family", "schema", "--protocol", "2025-11-25", "--transport", "stdio"],
+        sdk_columns
+        + [arg for case in ISOLATION_TRANSPORT_CASES for arg in ("--case", case)]
+        + ["--transport", "stdio"],
+        sdk_columns
+        + [arg for case in ISOLATION_HTTP_CASES for arg in ("--case", case)]
+        + ["--protocol", "2025-11-25", "--transport", "http-json", "--transport", "http-sse"],
     ]
     for part, selection in enumerate(selections):
         for isolation in ("worker", "process"):
             run_id = f"isolation-{stamp}-{part}-{isolation}"
             session.run(
-                "python", "-m", "harness", "run", "--transport", "stdio", "--isolation", isolation,
-                *selection, "--run-id", run_id,
+                "python", "-m", "harness", "run", "--isolation", isolation, *selection, "--run-id", run_id,
             )  # fmt: skip
         session.run(
             "python", "-m", "harness", "diff", "--require-same-cells",
