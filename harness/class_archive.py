@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import catalog, cells, environments, process, toolchains
-from .backends.reference import READY_S, parse_url_line
+from .backends.reference import fresh_server
 from .layout import CellFiles, Layout
 from .manifest import Adapter
 from .workers import WarmStart
@@ -156,11 +156,8 @@ def _server(layout: Layout, cell: cells.Cell, files: CellFiles) -> Iterator[str 
         yield None
         return
     command = [sys.executable, *cell.server_args(layout.server, files.directory)]
-    service, line = process.start_service(command, stderr=files.server_stderr, ready_timeout_s=READY_S)
-    try:
-        yield parse_url_line(line)
-    finally:
-        process.stop_service(service)
+    with fresh_server(command, files.server_stderr) as (url, _pid):
+        yield url
 
 
 def _merged(lists: list[Path]) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -36,14 +35,7 @@ def both_isolations(tmp_path_factory) -> tuple[Checkout, dict[str, dict]]:
         selection += ["--case", case]
     runs = {}
     for isolation in ("worker", "process"):
-        scratch.harness(
-            "run",
-            "--run-id",
-            isolation,
-            "--isolation",
-            isolation,
-            *selection,
-        )
+        scratch.harness("run", "--run-id", isolation, "--isolation", isolation, *selection)
         runs[isolation] = {(r["case"], r["schema"], r["transport"]): r for r in scratch.records(isolation)}
     return scratch, runs
 
@@ -60,12 +52,12 @@ def test_a_forked_server_serves_as_a_fresh_one_does(both_isolations):
         start = warm["journal"][0]
         assert start["event"] == "start" and start["transport"] == key[2], key
         assert warm["journal"][-1] == {**warm["journal"][-1], "event": "exit", "reason": "signal", "detail": "SIGTERM"}
-        directory = scratch.root / "results" / "worker" / "cells"
-        assert not list(directory.glob(f"*/{warm_server.STDOUT_FIFO}")), "the FIFO goes with its server"
+    cells_dir = scratch.root / "results" / "worker" / "cells"
+    assert not list(cells_dir.glob(f"*/{warm_server.STDOUT_FIFO}")), "the FIFO goes with its server"
     assert scratch.processes_left() == [], "the servers and their worker are gone"
 
 
-def _layout_with_broken_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalBackend:
+def _backend_with_broken_worker(monkeypatch: pytest.MonkeyPatch) -> LocalBackend:
     monkeypatch.setattr(warm_server, "worker_command", lambda layout: [sys.executable, "-c", "raise SystemExit(1)"])
     return LocalBackend(Layout(REPO))
 
@@ -78,7 +70,7 @@ def _http_cell(case: str = "ok") -> cells.Cell:
 
 
 def test_without_its_worker_the_server_starts_as_a_process(tmp_path, monkeypatch):
-    backend = _layout_with_broken_worker(tmp_path, monkeypatch)
+    backend = _backend_with_broken_worker(monkeypatch)
     cell = _http_cell()
     files = CellFiles(tmp_path / "cell")
     files.directory.mkdir()

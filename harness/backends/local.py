@@ -30,7 +30,7 @@ from ..layout import CellFiles, Layout
 from ..manifest import Adapter
 from ..process import Finished
 from . import PrepareError, warm_server
-from .reference import READY_S, parse_url_line
+from .reference import fresh_server
 
 WARM_STARTS = {"node": "snapshot", "java": "class archive"}
 """The runtimes whose cells each stay a fresh process but start warm, and from what."""
@@ -140,9 +140,7 @@ class LocalBackend:
             except workers.NotForked:
                 pass  # the worker is gone and nothing ran: this server starts as a process
         command = [sys.executable, *cell.server_args(self.layout.server, files.directory)]
-        service, line = process.start_service(command, stderr=files.server_stderr, ready_timeout_s=READY_S)
-        stack.callback(process.stop_service, service)
-        return parse_url_line(line), service.pid
+        return stack.enter_context(fresh_server(command, files.server_stderr))
 
     def _server_worker(self) -> workers.Worker | None:
         """The run's warm reference server worker (started on first use), or None under ``process``
