@@ -306,6 +306,25 @@ def isolation_selections(layout: Layout) -> dict[str, list[str]]:
     }
 
 
+def adapter_seconds(layout: Layout, worker_run: str, process_run: str) -> dict[str, dict[str, float]]:
+    """Per adapter, its cells' adapter wall time summed in each run and the ratio: where the warm
+    starts save and where they cannot (an HTTP cell's server start is outside these sums)."""
+    sums: dict[str, dict[str, float]] = {}
+    for mode, run_id in (("worker", worker_run), ("process", process_run)):
+        for record in store.RunStore(layout.results / run_id).records():
+            facts = record["process"]
+            per = sums.setdefault(record["adapter"], {"worker": 0.0, "process": 0.0})
+            per[mode] += facts["wall_ms"] / 1000 if facts else 0.0
+    return {
+        name: {
+            "worker": round(per["worker"], 1),
+            "process": round(per["process"], 1),
+            "worker_over_process": round(per["worker"] / per["process"], 3) if per["process"] else 0.0,
+        }
+        for name, per in sorted(sums.items())
+    }
+
+
 def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     """The same cells forked from warm workers and as one process per cell: times, memory, differences."""
     from harness import diff
@@ -324,6 +343,7 @@ def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
         entry["differing_cells"] = len(found.differing)
         entry["shared_cells"] = found.shared
         entry["worker_over_process"] = round(entry["worker"]["seconds"] / entry["process"]["seconds"], 3)
+        entry["adapter_seconds"] = adapter_seconds(layout, entry["worker"]["run"], entry["process"]["run"])
         measured[name] = entry
     return measured
 
