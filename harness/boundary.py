@@ -33,7 +33,9 @@ a generous budget (``PROBE_BUDGET_SCALE``), and so does every later probe of tha
 only a client that really hangs times out (a slow reader: the Python SDKs at 64 MiB, the Kotlin
 SDK's quadratic read); ``probes`` counts both runs.
 
-The searches of the column x kind pairs are independent and run ``jobs`` at a time; an adapter that
+The searches of the column x kind pairs are independent: :data:`SEARCHES_PER_JOB` x ``jobs`` of them
+run at once, at most ``jobs`` probes doing CPU work (``cpu_slots.Gate``: a probe whose client
+dropped the frame and waits for its timeout gives its slot back); an adapter that
 declares which options change how its client reads a frame (``frame_options``) is searched once per
 setting of them rather than once per variant. Every probe is a real cell run (``runner.run_cell``)
 kept in the run's ``boundary/`` directory as evidence; the summary goes to ``boundary.json``.
@@ -50,7 +52,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import catalog, process
+from . import catalog, cpu_slots, process
 from .backends import Backend
 from .cells import Cell, server_program
 from .classify import cells_frame, error_text, is_client_timeout
@@ -70,6 +72,9 @@ timeout) "no limit" or "inconclusive" depended on the machine's load."""
 QUICK_BUDGET_SCALE = 0.5
 """A probe's first run: half the size family's 60 s (an 18 s client timeout), enough for a client
 that reads at network speed, short for one that dropped the frame and waits for its timeout."""
+SEARCHES_PER_JOB = 3
+"""Searches in flight per ``--jobs`` slot; a probe's client that reads a 64 MiB frame holds about
+800 MiB, so six at once stay within a few GiB."""
 PATIENT_SUFFIX = "-patient"
 """The case id's suffix of a probe run with ``PROBE_BUDGET_SCALE`` (its evidence beside the quick one's)."""
 
@@ -311,7 +316,7 @@ def probe_all(
     kinds: tuple[str, ...] = KINDS,
     on_result: Callable[[Boundary], None] = lambda _: None,
 ) -> list[Boundary]:
-    """Search every stdio column x kind for its limit, ``jobs`` searches at a time; write ``boundary.json``."""
+    """Search every stdio column x kind for its limit, ``jobs`` probes working at a time; write ``boundary.json``."""
     probe_store = RunStore(store.directory / "boundary")
     tasks = [
         (adapter, group, kind)
@@ -325,8 +330,10 @@ def probe_all(
         adapter, (variant, *same), kind = task
 
         def run_once(size: int, patient: bool) -> Verdict:
-            verdict = _accepts(backend, probe_store, meta, adapter, variant, kind, size, patient=patient)
-            if stop.is_set():  # this probe was killed by the interruption: it says nothing
+            with gate.slot():
+                if not stop.is_set():
+                    verdict = _accepts(backend, probe_store, meta, adapter, variant, kind, size, patient=patient)
+            if stop.is_set():  # not run, or killed by the interruption: it says nothing
                 raise Interrupted("probe interrupted; boundary.json not written")
             return verdict
 
@@ -349,7 +356,9 @@ def probe_all(
         on_result(result)
         return result
 
-    with process.interruptible(backend.kill_all) as stop, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    gate = cpu_slots.Gate(jobs)
+    searches = SEARCHES_PER_JOB * max(1, jobs)
+    with process.interruptible(backend.kill_all) as stop, ThreadPoolExecutor(max_workers=searches) as pool:
         results = list(pool.map(lambda task: run(task, stop), tasks))
     path = store.boundary_path
     temporary = path.with_suffix(".tmp")

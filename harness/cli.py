@@ -185,7 +185,7 @@ def _jobs_flag(command: argparse.ArgumentParser) -> None:
         "--jobs",
         type=_jobs,
         default=meta.cpu_count(),
-        help=f"cells run at once (default: the cores available, {meta.cpu_count()})",
+        help=f"cells working at once, an idle one not counted (default: the cores available, {meta.cpu_count()})",
     )
 
 
@@ -218,7 +218,8 @@ def parser() -> argparse.ArgumentParser:
         type=_count,
         default=None,
         help="cells that mostly wait (a late or missing answer, a client timeout) run at most this many at once, "
-        f"beside the --jobs others (0: in the --jobs slots; default: {runs.WAIT_JOBS_PER_JOB} x --jobs)",
+        "beside the --jobs others, and at most --jobs + --wait-jobs cells run at all "
+        f"(0: every cell in the --jobs slots; default: {runs.WAIT_JOBS_PER_JOB} x --jobs)",
     )
     run.add_argument("--shard", type=_shard, default=(1, 1), help="run shard INDEX of COUNT, e.g. 2/8")
     run.add_argument("--budget-scale", type=_scale, default=1.0, help="multiply every cell's time budget (default 1.0)")

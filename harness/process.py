@@ -13,13 +13,16 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-_live_groups: set[int] = set()
+_live_groups: dict[int, Hashable | None] = {}
+"""The running cells' process groups, each with the owner its thread ran for (:func:`owned_by`)."""
 _live_lock = threading.Lock()
+_owner = threading.local()
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -64,16 +67,49 @@ def kill_by_marker(marker: str, spare: Collection[int] = ()) -> int:
     return killed
 
 
+@contextmanager
+def owned_by(owner: Hashable) -> Iterator[None]:
+    """While inside, the process groups this thread starts belong to ``owner`` (:func:`cpu_seconds`)."""
+    _owner.value = owner
+    try:
+        yield
+    finally:
+        _owner.value = None
+
+
 def track_group(pgid: int) -> None:
     """Count ``pgid`` among the running cells' groups (:func:`kill_all_running` kills it), e.g. a
-    worker's forked child."""
+    worker's forked child; it belongs to this thread's owner, if any (:func:`owned_by`)."""
     with _live_lock:
-        _live_groups.add(pgid)
+        _live_groups[pgid] = getattr(_owner, "value", None)
 
 
 def untrack_group(pgid: int) -> None:
     with _live_lock:
-        _live_groups.discard(pgid)
+        _live_groups.pop(pgid, None)
+
+
+def cpu_seconds() -> dict[Hashable, float]:
+    """The CPU time (user and system, with that of the children they reaped) of the live processes
+    in each owner's groups, by owner; an owner none of whose processes is found is absent."""
+    with _live_lock:
+        owners = {pgid: owner for pgid, owner in _live_groups.items() if owner is not None}
+    if not owners:
+        return {}
+    ticks: dict[Hashable, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat_file:
+                stat = stat_file.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        owner = owners.get(int(fields[2]))
+        if owner is not None:
+            ticks[owner] = ticks.get(owner, 0) + sum(int(field) for field in fields[11:15])  # utime .. cstime
+    return {owner: count / CLOCK_TICKS for owner, count in ticks.items()}
 
 
 def kill_all_running() -> None:
@@ -128,8 +164,7 @@ def run_bounded(
             stderr=err,
             start_new_session=True,
         )
-        with _live_lock:
-            _live_groups.add(process.pid)
+        track_group(process.pid)
         try:
             process.wait(timeout=timeout_s)
             timed_out = False
@@ -138,8 +173,7 @@ def run_bounded(
         finally:
             kill_group(process.pid)
             process.wait()
-            with _live_lock:
-                _live_groups.discard(process.pid)
+            untrack_group(process.pid)
     stragglers = kill_by_marker(marker, spare)
     return Finished(
         exit_code=None if timed_out else process.returncode,
@@ -159,8 +193,7 @@ def start_service(command: list[str], *, stderr: Path, ready_timeout_s: float) -
         service = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, start_new_session=True
         )
-    with _live_lock:
-        _live_groups.add(service.pid)
+    track_group(service.pid)
     lines: list[bytes] = []
     reader = threading.Thread(target=lambda: lines.append(service.stdout.readline()), daemon=True)  # type: ignore[union-attr]
     reader.start()
@@ -192,5 +225,4 @@ def stop_service(service: subprocess.Popen[bytes], grace_s: float = SERVICE_GRAC
     service.wait()
     if service.stdout is not None:
         service.stdout.close()
-    with _live_lock:
-        _live_groups.discard(service.pid)
+    untrack_group(service.pid)

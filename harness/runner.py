@@ -8,6 +8,7 @@ never stops the others.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from . import process, workers
 from .backends import Backend
 from .cells import Cell
+from .cpu_slots import IdleWatch
 from .manifest import MODEL_VIEW_KINDS
 from .observation import ObservationError, read
 from .records import CellRecord, JournalEvent
@@ -131,13 +133,17 @@ def waits(cell: Cell) -> bool:
 class _Slot:
     """A running cell: a waiting one or not, and until when it counts against the CPU slots."""
 
+    owner: int
+    """Whose process groups are this cell's (:func:`process.owned_by`, :class:`IdleWatch`)."""
     waiting: bool
     cpu_until: float
-    """``time.monotonic()`` until which it is CPU work: forever for a CPU-bound cell, its start-up
-    for a waiting cell that is a fresh process, nothing for a forked waiting one."""
+    """``time.monotonic()`` until which it is CPU work: forever for a CPU-bound cell (while it is
+    not idle), its start-up for a waiting cell that is a fresh process, nothing for a forked waiting one."""
 
-    def uses_cpu(self, now: float) -> bool:
-        return now < self.cpu_until
+
+def _run_owned(owner: int, backend: Backend, store: RunStore, cell: Cell) -> CellRecord:
+    with process.owned_by(owner):
+        return run_cell(backend, store, cell)
 
 
 def run_all(
@@ -152,22 +158,27 @@ def run_all(
 ) -> None:
     """Run ``cells``, appending each record to ``store`` as it finishes.
 
-    At most ``jobs`` cells do CPU work at once. Beside them run at most ``wait_jobs`` cells that
-    mostly wait (:func:`waits`), first (they are the long ones), so that a cell waiting for a late
-    answer or a timeout never holds a CPU slot; one that starts cold (not forked from a warm worker,
-    not from a snapshot: :data:`workers.WARM`) holds a CPU slot for its start-up
-    (:data:`STARTUP_S`) before it waits.
-    ``wait_jobs`` 0: every cell takes a CPU slot for its whole run, in the given order. Cells of
-    adapters in ``broken`` (name -> why, the harness error) are recorded without running. On
-    SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
+    At most ``jobs`` cells do CPU work at once, and at most ``jobs + wait_jobs`` run at all. Cells
+    that mostly wait (:func:`waits`) run first (they are the long ones), at most ``wait_jobs`` of
+    them, beside the CPU slots, so that a cell waiting for a late answer or a timeout never holds a
+    CPU slot; one that starts cold (not forked from a warm worker, not from a snapshot:
+    :data:`workers.WARM`) holds a CPU slot for its start-up (:data:`STARTUP_S`) before it waits. A
+    cell in a CPU slot whose processes do next to no CPU work (:class:`IdleWatch`: a client waiting
+    for its own timeout in a case not declared as waiting) does not count against the slots until
+    it works again. ``wait_jobs`` 0: every cell takes a CPU slot for its whole run, in the given
+    order. Cells of adapters in ``broken`` (name -> why, the harness error) are recorded without
+    running. On SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
     """
     queues: dict[bool, list[Cell]] = {True: [], False: []}
     for queued in reversed(cells):
         queues[wait_jobs > 0 and waits(queued)].append(queued)
     limits = {True: wait_jobs, False: max(1, jobs)}
+    most = limits[True] + limits[False]
+    watch = IdleWatch()
+    owners = itertools.count()
     with (
         process.interruptible(backend.kill_all) as stop,
-        ThreadPoolExecutor(max_workers=sum(limits.values())) as pool,
+        ThreadPoolExecutor(max_workers=most) as pool,
     ):
         pending: dict[Future[CellRecord], _Slot] = {}
 
@@ -179,10 +190,10 @@ def run_all(
         def admit(waiting: bool) -> Cell | None:
             """The next cell of a queue when a slot is free for it now, else None."""
             queue = queues[waiting]
-            if not queue or stop.is_set():
+            if not queue or stop.is_set() or len(pending) >= most:
                 return None
             now = time.monotonic()
-            cpu_busy = sum(1 for slot in pending.values() if slot.uses_cpu(now))
+            cpu_busy = sum(1 for slot in pending.values() if now < slot.cpu_until and not watch.idle(slot.owner))
             if waiting:
                 full = sum(1 for slot in pending.values() if slot.waiting) >= limits[True]
                 needs_cpu = not forked(queue[-1])
@@ -193,6 +204,8 @@ def run_all(
             return queue.pop()
 
         while queues[True] or queues[False] or pending:
+            if queues[False] and len(pending) < most:  # a CPU-bound cell could start in an idle one's slot
+                watch.update((slot.owner for slot in pending.values() if not slot.waiting), time.monotonic())
             for waiting in (True, False):
                 while (cell := admit(waiting)) is not None:
                     if cell.adapter.name in broken:
@@ -205,7 +218,8 @@ def run_all(
                         until = math.inf
                     else:
                         until = now if forked(cell) else now + STARTUP_S
-                    pending[pool.submit(run_cell, backend, store, cell)] = _Slot(waiting, until)
+                    slot = _Slot(next(owners), waiting, until)
+                    pending[pool.submit(_run_owned, slot.owner, backend, store, cell)] = slot
             if stop.is_set():
                 backend.kill_all()
                 for future in pending:

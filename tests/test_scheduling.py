@@ -1,17 +1,19 @@
 """The runner's slots: cells that mostly wait run beside the CPU-bound ones, never in their slots.
 
 A stand-in backend records when each cell ran (the scheduling is the runner's, whatever runs the
-cells); end-to-end runs of real clients in both isolations are ``nox -s isolation-parity``'s.
+cells); end-to-end runs of real clients in both isolations are ``nox -s isolation-parity``'s. The
+idle cells' test runs real processes, since idleness is measured from ``/proc``.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 from pathlib import Path
 
-from harness import cells, manifest, runner
+from harness import cells, cpu_slots, manifest, process, runner
 from harness.layout import CellFiles, Layout
 from harness.process import Finished
 from harness.store import RunStore
@@ -103,3 +105,90 @@ def test_wait_jobs_0_runs_every_cell_in_the_cpu_slots(tmp_path):
     assert recorded == len(_cells())
     assert backend.peaks[True] + backend.peaks[False] <= 2 and max(backend.peaks.values()) == 1
     assert backend.started == [cell.case.id for cell in _cells()], "in the order given"
+
+
+SPIN = "import time\nstart = time.process_time()\nwhile time.process_time() - start < 1.0: pass"
+
+
+class ProcessRecorder:
+    """A backend whose cells are real processes: ``ok`` spins for 1 s of CPU time, the others sleep
+    for 3 s; it records when each ran."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spans: list[tuple[float, float, bool]] = []  # (start, end, spins)
+        self.peak = 0
+        self.running = 0
+
+    def isolation_of(self, adapter: manifest.Adapter) -> str:
+        return "worker"
+
+    def run(self, cell: cells.Cell, files: CellFiles) -> Finished:
+        spins = cell.case.id == "ok"
+        command = [sys.executable, "-c", SPIN] if spins else ["sleep", "3"]
+        with self.lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        began = time.monotonic()
+        finished = process.run_bounded(
+            command, cwd=files.directory, env={}, timeout_s=10, stdout=files.stdout, stderr=files.stderr,
+            marker=str(files.directory),
+        )  # fmt: skip
+        with self.lock:
+            self.running -= 1
+            self.spans.append((began, time.monotonic(), spins))
+        return finished
+
+    def kill_all(self) -> None:
+        process.kill_all_running()
+
+
+def test_an_idle_cell_gives_its_cpu_slot_back(tmp_path):
+    """Cells not declared as waiting whose processes sleep stop counting against --jobs once they
+    have done next to nothing for a second; cells that spin never share the one CPU slot."""
+    adapters = [a for a in manifest.discover(REPO / "clients") if a.name == "raw-jsonrpc"]
+    cases = ("ok", "drop-required", "extra-field")  # each with the schema advertised and hidden
+    selected = cells.build(adapters, cells.Selection(cases=cases, transports=("stdio",), protocols=("2025-11-25",)))
+    assert len(selected) == 2 * len(cases) and not any(runner.waits(cell) for cell in selected)
+    backend = ProcessRecorder()
+    store = RunStore(tmp_path / "run")
+    store.create()
+    runner.run_all(backend, store, selected, jobs=1, wait_jobs=2, broken={}, on_record=lambda _: None)  # type: ignore[arg-type]
+    assert len(list(store.records())) == len(selected)
+    spinning = sorted((start, end) for start, end, spins in backend.spans if spins)
+    for (_, end), (start, _) in itertools.pairwise(spinning):
+        assert start >= end - 0.05, "two cells that work never share the one CPU slot"
+    sleeping = [(start, end) for start, end, spins in backend.spans if not spins]
+    overlaps = sum(1 for a, b in itertools.combinations(sleeping, 2) if a[0] < b[1] and b[0] < a[1])
+    assert overlaps >= 1, "idle cells ran side by side"
+    assert backend.peak <= 3, "never more cells at once than jobs + wait_jobs"
+
+
+def test_a_gate_lets_a_thread_work_while_another_holder_waits(tmp_path):
+    """The probe's gate: with one slot, a holder whose process sleeps lets the next thread in once it
+    has been idle for a second; two holders whose processes spin never overlap."""
+    gate = cpu_slots.Gate(1)
+    spans: dict[str, tuple[float, float]] = {}
+
+    def hold(name: str, command: list[str]) -> None:
+        with gate.slot():
+            began = time.monotonic()
+            process.run_bounded(
+                command, cwd=tmp_path, env={}, timeout_s=10, stdout=tmp_path / f"{name}.out",
+                stderr=tmp_path / f"{name}.err", marker=f"{tmp_path}-{name}",
+            )  # fmt: skip
+            spans[name] = (began, time.monotonic())
+
+    threads = [threading.Thread(target=hold, args=("sleep", ["sleep", "3"]))]
+    threads += [threading.Thread(target=hold, args=(f"spin{i}", [sys.executable, "-c", SPIN])) for i in range(2)]
+    threads[0].start()
+    time.sleep(0.1)
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    first, second = sorted((spans["spin0"], spans["spin1"]))
+    assert first[0] < spans["sleep"][1], "a spinning holder started in the sleeping one's slot"
+    assert second[0] >= first[1] - 0.05, "two holders that work never share the one slot"
