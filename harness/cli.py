@@ -180,12 +180,12 @@ def _backend_flags(command: argparse.ArgumentParser, *, build: bool = False) -> 
         )
 
 
-def _jobs_flag(command: argparse.ArgumentParser) -> None:
+def _jobs_flag(command: argparse.ArgumentParser, default: int, says: str) -> None:
     command.add_argument(
         "--jobs",
         type=_jobs,
-        default=meta.cpu_count(),
-        help=f"cells working at once, an idle one not counted (default: the cores available, {meta.cpu_count()})",
+        default=default,
+        help=f"cells working at once, an idle one not counted (default: {says}, {default})",
     )
 
 
@@ -212,7 +212,7 @@ def parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the matrix into results/<run-id>/")
     _selection_flags(run)
     _backend_flags(run)
-    _jobs_flag(run)
+    _jobs_flag(run, runs.default_jobs(), f"the cores available and {runs.JOBS_OVER_CORES} more")
     run.add_argument(
         "--wait-jobs",
         type=_count,
@@ -270,7 +270,7 @@ def parser() -> argparse.ArgumentParser:
         default=boundary.DEFAULT_MAX_BYTES,
         help="the largest frame tried; accepted means 'no limit up to' it (default 64 MiB)",
     )
-    _jobs_flag(probe)
+    _jobs_flag(probe, meta.cpu_count(), "the cores available")
     _backend_flags(probe)
 
     rep = sub.add_parser("report", help="render reports/ from a run")

@@ -39,6 +39,16 @@ from .records import RunMeta, RunSettings
 
 WAIT_JOBS_PER_JOB = 4
 """Waiting cells run beside the CPU-bound ones, by default four per ``--jobs`` slot."""
+JOBS_OVER_CORES = 1
+"""A run's cells working at once by default: one more than the cores. Within a cell the client and
+the reference server take turns (each waits while the other answers) and a cell's start and record
+leave a gap, so as many cells as cores left an eighth of two cores idle; one more fills most of it
+(docs/benchmarks.md, 2026-12-03). Two more were slower again."""
+
+
+def default_jobs() -> int:
+    """``run --jobs`` when it is not given: the cores available and :data:`JOBS_OVER_CORES` more."""
+    return meta.cpu_count() + JOBS_OVER_CORES
 
 
 def wait_jobs(request: Request) -> int:

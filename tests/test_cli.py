@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import catalog, cli
+from harness import catalog, cli, meta
 
 from .conftest import REPO
 
@@ -41,6 +41,15 @@ def test_jobs_must_be_positive(checkout):
         done = scratch.harness("run", "--case", "ok", "--jobs", jobs, check=False, timeout=30)
         assert done.returncode == 2 and "--jobs" in done.stderr and "expected a positive whole number" in done.stderr
     assert not (scratch.root / "results").exists()
+
+
+def test_a_run_keeps_one_cell_more_than_the_cores_at_work_and_the_probe_does_not():
+    """Cells take turns with their servers, so a run fills the cores with one more; a probe cell reads
+    one large frame from start to end."""
+    cores = meta.cpu_count()
+    assert cli.parser().parse_args(["run"]).jobs == cores + 1
+    assert cli.parser().parse_args(["probe"]).jobs == cores
+    assert cli.parser().parse_args(["run", "--jobs", "1"]).jobs == 1
 
 
 def test_unknown_kind_and_empty_selection_write_nothing(checkout):
