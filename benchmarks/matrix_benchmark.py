@@ -22,7 +22,7 @@ Three measurements in one run, on the machine at hand:
 6. **Environments** (``--environments``): every adapter's local environment built from nothing
    into a scratch checkout with empty package caches, twice: the baseline as before (``venv`` +
    ``pip``, one adapter after another: ``MCPCM_INSTALLER=pip prepare --jobs 1``) and as now (``uv``,
-   ``--jobs`` at once); then the same build again (warm: nothing to do), and whether both builds
+   as many at once as cores); then the same build again (warm: nothing to do), and whether both builds
    installed the same distributions.
 
 Prints a JSON summary; ``docs/benchmarks.md`` quotes it.
@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import cells, environments, manifest, report, runner, store  # noqa: E402
+from harness import cells, environments, manifest, report, runner, runs, store  # noqa: E402
 from harness.backends.local import LocalBackend  # noqa: E402
 from harness.layout import CellFiles, Layout  # noqa: E402
 from harness.meta import cpu_count  # noqa: E402
@@ -400,7 +400,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--adapter", action="append", default=[])
     parser.add_argument("--family", action="append", default=[])
-    parser.add_argument("--jobs", type=int, default=cpu_count())
+    parser.add_argument(
+        "--jobs", type=int, default=runs.default_jobs(), help="cells at once in its runs (default: run's)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="baseline repetitions")
     parser.add_argument("--skip-matrix", action="store_true", help="no full matrix run")
     parser.add_argument("--skip-baseline", action="store_true", help="no bare-command baseline")
@@ -450,7 +452,7 @@ def main() -> int:
     if not args.skip_baseline:
         summary["baseline"] = baseline(layout, args, f"bench-baseline-{stamp}")
     if args.environments:
-        summary["environments"] = environment_builds(args.jobs)
+        summary["environments"] = environment_builds(cpu_count())  # prepare's own default
     if args.backends:
         summary["backends"] = backends(layout, args, stamp)
     if args.isolation:

@@ -76,5 +76,5 @@ def collect(backend: Backend, adapters: list[Adapter], run_id: str, settings: Ru
 
 
 def cpu_count() -> int:
-    """The cores this process may use (the default number of parallel cells)."""
+    """The cores this process may use (``prepare``'s and ``probe``'s default ``--jobs``; ``run``'s is one more)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
