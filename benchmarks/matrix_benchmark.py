@@ -5,6 +5,8 @@ Three measurements in one run, on the machine at hand:
 1. **Matrix**: ``python -m harness run`` over every cell (or the ``--adapter``/``--family``
    selection), timed end to end; cells per second. ``--from-run RUN_ID`` measures a finished,
    uninterrupted run instead (its metadata's start and finish times), e.g. the one ``nox`` made.
+   Its CPU time (the harness and every process below it) over the cores is the run's floor: no
+   schedule on this machine does the same work in less wall time (:class:`HarnessRun`).
 2. **Per-cell overhead**: for every cell, the harness-measured wall time of the adapter process
    minus the adapter's own step time (initialize, list, calls, follow-up, close as the adapter
    timed them): process start, runtime and SDK imports, server spawn, shutdown and bookkeeping.
@@ -34,6 +36,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,6 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -86,15 +90,13 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
             raise SystemExit(f"{run.directory}: not one uninterrupted, finished run")
         seconds = (datetime.fromisoformat(meta["finished"]) - datetime.fromisoformat(meta["started"])).total_seconds()
         args.jobs = meta["settings"]["jobs"]
+        measured_here: dict[str, float] = {}  # the run was not made here: no CPU or memory figures
     else:
-        command = [sys.executable, "-m", "harness", "run", "--run-id", run_id, "--jobs", str(args.jobs)]
-        for name in args.adapter:
-            command += ["--adapter", name]
-        for family in args.family:
-            command += ["--family", family]
-        started = time.monotonic()
-        subprocess.run(command, cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
-        seconds = time.monotonic() - started
+        selection = [arg for name in args.adapter for arg in ("--adapter", name)]
+        selection += [arg for family in args.family for arg in ("--family", family)]
+        measured = _harness_run(_run_command(run_id, args.jobs, *selection))
+        seconds = measured.seconds
+        measured_here = {"harness_peak_mib": measured.peak_mib, **measured.figures(cpu_count())}
         run = store.RunStore(layout.results / run_id)
     records = list(run.records())
     overhead: dict[str, list[float]] = {}
@@ -115,6 +117,7 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
         "jobs": args.jobs,
         "processes": dict(processes),
         "cells_per_second": round(len(records) / seconds, 2),
+        **measured_here,
         "overhead_ms_by_adapter": {name: _quantiles(values) for name, values in sorted(overhead.items())},
         "report_seconds": round(report_s, 2),
     }
@@ -264,24 +267,61 @@ def backends(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     return measured
 
 
-def _harness_run(command: list[str]) -> tuple[float, float]:
-    """Run ``python -m harness ...``; its wall time in seconds and the peak resident memory of the
-    harness process itself in MiB (``VmHWM``, read while it runs: ``/usr/bin/time -v`` would report
-    the largest of the adapter processes it waited for instead)."""
-    started = time.monotonic()
+@dataclass(frozen=True)
+class HarnessRun:
+    """One ``python -m harness ...`` as :func:`_harness_run` measured it."""
+
+    seconds: float
+    """Wall time."""
+    peak_mib: float
+    """Peak resident memory of the harness process itself (``VmHWM``, read while it runs:
+    ``/usr/bin/time -v`` would report the largest of the adapter processes it waited for)."""
+    cpu_s: float
+    """CPU time (user and system) of the harness and every process it and its descendants reaped:
+    the clients, the reference servers, the warm workers and their forked cells."""
+    harness_cpu_s: float
+    """The harness process's own CPU time (as last read while it ran, at most 0.2 s stale)."""
+
+    def figures(self, cores: int) -> dict[str, float]:
+        """Its CPU figures: ``floor_seconds`` (its CPU time over the cores: no schedule on this
+        machine does the same work in less wall time) and ``cpu_share`` (of the cores' time over its
+        wall time)."""
+        return {
+            "cpu_seconds": round(self.cpu_s, 1),
+            "harness_cpu_seconds": round(self.harness_cpu_s, 1),
+            "floor_seconds": round(self.cpu_s / cores, 1),
+            "cpu_share": round(self.cpu_s / (self.seconds * cores), 3),
+        }
+
+
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _harness_run(command: list[str]) -> HarnessRun:
+    """Run ``python -m harness ...`` (nothing else running in this process) and measure it."""
+    started, cpu_before = time.monotonic(), _cpu_of_children()
     child = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.DEVNULL)
-    peak_kib = 0
+    peak_kib, own_ticks = 0, 0
     while child.poll() is None:
         try:
             for line in Path(f"/proc/{child.pid}/status").read_text().splitlines():
                 if line.startswith("VmHWM:"):
                     peak_kib = max(peak_kib, int(line.split()[1]))
-        except OSError:
+            stat = Path(f"/proc/{child.pid}/stat").read_bytes()
+            own_ticks = sum(int(field) for field in stat[stat.rindex(b")") + 2 :].split()[11:13])  # utime, stime
+        except (OSError, ValueError):
             pass
         time.sleep(0.2)
     if child.returncode not in (0, 3):
         raise SystemExit(f"{' '.join(command)} exited {child.returncode}")
-    return round(time.monotonic() - started, 1), round(peak_kib / 1024, 1)
+    return HarnessRun(
+        seconds=round(time.monotonic() - started, 1),
+        peak_mib=round(peak_kib / 1024, 1),
+        cpu_s=_cpu_of_children() - cpu_before,
+        harness_cpu_s=own_ticks / os.sysconf("SC_CLK_TCK"),
+    )
 
 
 def _run_command(run_id: str, jobs: int, *selection: str) -> list[str]:
@@ -336,9 +376,15 @@ def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
         entry: dict = {}
         for mode in ("worker", "process"):
             run_id = f"bench-{name}-{mode}-{stamp}"
-            seconds, peak = _harness_run(_run_command(run_id, args.jobs, *selection, "--isolation", mode))
+            measured_run = _harness_run(_run_command(run_id, args.jobs, *selection, "--isolation", mode))
             cells_run = len(list(store.RunStore(layout.results / run_id).records()))
-            entry[mode] = {"run": run_id, "cells": cells_run, "seconds": seconds, "harness_peak_mib": peak}
+            entry[mode] = {
+                "run": run_id,
+                "cells": cells_run,
+                "seconds": measured_run.seconds,
+                "harness_peak_mib": measured_run.peak_mib,
+                **measured_run.figures(cpu_count()),
+            }
         found = diff.compare_runs(*(store.RunStore(layout.results / entry[m]["run"]) for m in ("worker", "process")))
         entry["differing_cells"] = len(found.differing)
         entry["shared_cells"] = found.shared
@@ -385,14 +431,14 @@ def naive(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-naive-") as scratch:
         naive_s = naive_run(layout, selected, Path(scratch))
     run_id = f"bench-naive-harness-{stamp}"
-    seconds, peak = _harness_run(_run_command(run_id, args.jobs, *selection))
+    harnessed = _harness_run(_run_command(run_id, args.jobs, *selection))
     return {
         "cells": len(selected),
         "naive_seconds": round(naive_s, 1),
-        "harness_seconds": seconds,
+        "harness_seconds": harnessed.seconds,
         "harness_run": run_id,
-        "harness_peak_mib": peak,
-        "harness_over_naive": round(seconds / naive_s, 3),
+        "harness_peak_mib": harnessed.peak_mib,
+        "harness_over_naive": round(harnessed.seconds / naive_s, 3),
     }
 
 
