@@ -1,6 +1,7 @@
 """Benchmark: the full matrix's wall time, cells per second, and the harness's per-cell overhead.
 
-Three measurements in one run, on the machine at hand:
+Measurements in one run, on the machine at hand; the last three, and ``--backends`` (the sample
+cells on the docker backend against the local one), on request:
 
 1. **Matrix**: ``python -m harness run`` over every cell (or the ``--adapter``/``--family``
    selection), timed end to end; cells per second. ``--from-run RUN_ID`` measures a finished,
