@@ -52,7 +52,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import cells, environments, manifest, report, runner, runs, store  # noqa: E402
+from harness import cells, environments, manifest, process, report, runner, runs, store  # noqa: E402
 from harness.backends.local import LocalBackend  # noqa: E402
 from harness.layout import CellFiles, Layout  # noqa: E402
 from harness.meta import cpu_count  # noqa: E402
@@ -97,7 +97,7 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
         selection += [arg for family in args.family for arg in ("--family", family)]
         measured = _harness_run(_run_command(run_id, args.jobs, *selection))
         seconds = measured.seconds
-        measured_here = {"harness_peak_mib": measured.peak_mib, **measured.figures(cpu_count())}
+        measured_here = measured.figures(cpu_count())
         run = store.RunStore(layout.results / run_id)
     records = list(run.records())
     overhead: dict[str, list[float]] = {}
@@ -284,10 +284,11 @@ class HarnessRun:
     """The harness process's own CPU time (as last read while it ran, at most 0.2 s stale)."""
 
     def figures(self, cores: int) -> dict[str, float]:
-        """Its CPU figures: ``floor_seconds`` (its CPU time over the cores: no schedule on this
-        machine does the same work in less wall time) and ``cpu_share`` (of the cores' time over its
-        wall time)."""
+        """Its memory and CPU figures, among them ``floor_seconds`` (its CPU time over the cores: no
+        schedule on this machine does the same work in less wall time) and ``cpu_share`` (of the
+        cores' time over its wall time)."""
         return {
+            "harness_peak_mib": self.peak_mib,
             "cpu_seconds": round(self.cpu_s, 1),
             "harness_cpu_seconds": round(self.harness_cpu_s, 1),
             "floor_seconds": round(self.cpu_s / cores, 1),
@@ -311,7 +312,7 @@ def _harness_run(command: list[str]) -> HarnessRun:
                 if line.startswith("VmHWM:"):
                     peak_kib = max(peak_kib, int(line.split()[1]))
             stat = Path(f"/proc/{child.pid}/stat").read_bytes()
-            own_ticks = sum(int(field) for field in stat[stat.rindex(b")") + 2 :].split()[11:13])  # utime, stime
+            own_ticks = sum(int(field) for field in process.stat_fields(stat)[11:13])
         except (OSError, ValueError):
             pass
         time.sleep(0.2)
@@ -321,7 +322,7 @@ def _harness_run(command: list[str]) -> HarnessRun:
         seconds=round(time.monotonic() - started, 1),
         peak_mib=round(peak_kib / 1024, 1),
         cpu_s=_cpu_of_children() - cpu_before,
-        harness_cpu_s=own_ticks / os.sysconf("SC_CLK_TCK"),
+        harness_cpu_s=own_ticks / process.CLOCK_TICKS,
     )
 
 
@@ -383,7 +384,6 @@ def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
                 "run": run_id,
                 "cells": cells_run,
                 "seconds": measured_run.seconds,
-                "harness_peak_mib": measured_run.peak_mib,
                 **measured_run.figures(cpu_count()),
             }
         found = diff.compare_runs(*(store.RunStore(layout.results / entry[m]["run"]) for m in ("worker", "process")))
@@ -438,8 +438,8 @@ def naive(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
         "naive_seconds": round(naive_s, 1),
         "harness_seconds": harnessed.seconds,
         "harness_run": run_id,
-        "harness_peak_mib": harnessed.peak_mib,
         "harness_over_naive": round(harnessed.seconds / naive_s, 3),
+        **harnessed.figures(cpu_count()),
     }
 
 

@@ -89,6 +89,13 @@ def untrack_group(pgid: int) -> None:
         _live_groups.pop(pgid, None)
 
 
+def stat_fields(stat: bytes) -> list[bytes]:
+    """The fields of a ``/proc/<pid>/stat`` line after ``pid (comm)`` (a command may hold spaces and
+    parentheses): ``[0]`` the state, ``[2]`` the process group, ``[11:13]`` the user and system CPU
+    ticks (:data:`CLOCK_TICKS` a second), ``[13:15]`` those of the children it reaped."""
+    return stat[stat.rindex(b")") + 2 :].split()
+
+
 def cpu_seconds() -> dict[Hashable, float]:
     """The CPU time (user and system, with that of the children they reaped) of the live processes
     in each owner's groups, by owner; an owner none of whose processes is found is absent."""
@@ -105,7 +112,7 @@ def cpu_seconds() -> dict[Hashable, float]:
                 stat = stat_file.read()
         except OSError:
             continue
-        fields = stat[stat.rindex(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        fields = stat_fields(stat)
         owner = owners.get(int(fields[2]))
         if owner is not None:
             ticks[owner] = ticks.get(owner, 0) + sum(int(field) for field in fields[11:15])  # utime .. cstime
