@@ -27,7 +27,8 @@ checks the reference server with the conformance suite and renders the report.
 - ``conformance``: the official MCP conformance suite's server tools scenarios against the reference
   server over Streamable HTTP, at 2025-11-25 and at 2026-07-28; the report's header names the
   result (``servers/conformance/``;
-  ``-- --output PATH`` to write the result elsewhere than ``servers/conformance/last-result.json``).
+  ``-- --output PATH`` to write the result elsewhere than ``servers/conformance/last-result.json``;
+  a result of the same server, suite and selection is reused, ``-- --fresh`` runs again).
 """
 
 from __future__ import annotations
@@ -326,8 +327,7 @@ def conformance(session: nox.Session) -> None:
     if "--output" not in args:
         args += ["--output", str(CONFORMANCE_DIR / "last-result.json")]
     output = Path(args[args.index("--output") + 1])
-    output.unlink(missing_ok=True)  # never report a stale result
-    try:
+    try:  # run.py keeps a result of the same inputs, removes any other (never a stale result)
         session.run(sys.executable, str(CONFORMANCE_DIR / "run.py"), *args, external=True)
     finally:
         if output.is_file():

@@ -28,6 +28,15 @@ cells on the docker backend against the local one), on request:
    as many at once as cores); then the same build again (warm: nothing to do), and whether both builds
    installed the same distributions.
 
+7. **Reuse** (``--reuse``): in a clean clone of the checkout's commit, the README's first command
+   (``nox``: prepare, matrix, probe, conformance, report), then the same command again with
+   nothing changed (how many cells and probe entries it reused, ``harness diff`` of the two runs);
+   then ``nox -s matrix`` after a one-line change to one adapter's source, to one catalog case and
+   under ``servers/reference/`` (each reverted after; the last only planned, every cell would run,
+   as under ``--fresh``), and a ``--fresh`` run of the matrix compared with the reuse-everything
+   one; and four shards of the matrix by cost and by count, each shard's summed wall time in the
+   fresh run, the costs taken from the first.
+
 Prints a JSON summary; ``docs/benchmarks.md`` quotes it.
 """
 
@@ -52,7 +61,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import cells, environments, manifest, process, report, runner, runs, store  # noqa: E402
+from harness import cells, environments, manifest, process, report, reuse, runner, runs, shards, store  # noqa: E402
 from harness.backends.local import LocalBackend  # noqa: E402
 from harness.layout import CellFiles, Layout  # noqa: E402
 from harness.meta import cpu_count  # noqa: E402
@@ -443,6 +452,139 @@ def naive(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     }
 
 
+README_INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q nox==2026.10.20 uv==0.13.9"
+"""The README's first command, up to ``nox`` itself."""
+ADAPTER_EDIT = ("clients/python-mcp/adapter.py", "\n# one line more (the reuse benchmark)\n")
+CASE_EDIT = (
+    "harness/catalog.py",
+    '"The correct answer, after a 2 s delay."',
+    '"The correct answer, after a 2 s delay (edited)."',
+)
+SERVER_EDIT = ("servers/reference/cases.py", "\n# one line more (the reuse benchmark)\n")
+
+
+def _timed_shell(command: str, cwd: Path, log: Path) -> dict:
+    """Run a shell command in ``cwd``, its output to ``log``: its wall and CPU time, and the reuse
+    lines and per-session times it printed."""
+    started, cpu_before = time.monotonic(), _cpu_of_children()
+    with open(log, "w") as out:
+        done = subprocess.run(["bash", "-c", command], cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    text = log.read_text(errors="replace")
+    finished = [line.split(" was successful in ", 1) for line in _lines(text, " was successful in ")]
+    return {
+        "command": command,
+        "exit": done.returncode,
+        "seconds": round(time.monotonic() - started, 1),
+        "cpu_seconds": round(_cpu_of_children() - cpu_before, 1),
+        "sessions": {name.removeprefix("nox > Session ").strip(): words.strip() for name, words in finished},
+        "said": _lines(text, "reuse:", "cells ran in", "reused from", "conformance", "report:"),
+    }
+
+
+def _lines(text: str, *needles: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if any(needle in line for needle in needles)][:40]
+
+
+def _latest(clone: Path) -> str:
+    return (clone / "results" / "latest").read_text().strip()
+
+
+def _ran(clone: Path, run_id: str) -> dict[str, int]:
+    records = list(store.RunStore(clone / "results" / run_id).records())
+    reused = sum(1 for record in records if record.get("reused_from"))
+    return {"cells": len(records), "ran": len(records) - reused, "reused": reused}
+
+
+def _edited(clone: Path, path: str, old: str, new: str | None = None) -> str:
+    """Apply one edit (``new`` given: replace ``old``; else append ``old``); return the original text."""
+    target = clone / path
+    original = target.read_text()
+    target.write_text(original.replace(old, new, 1) if new is not None else original + old)
+    assert target.read_text() != original, f"{path}: the edit changed nothing"
+    return original
+
+
+def _planned_only(clone: Path) -> str:
+    """Start ``nox -s matrix`` and stop it once it has said how many cells it will run: that line."""
+    child = subprocess.Popen(
+        [str(clone / ".venv" / "bin" / "nox"), "-s", "matrix"],
+        cwd=clone,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    said = ""
+    assert child.stdout is not None
+    for line in child.stdout:
+        if "cells to run" in line or "cells ran in" in line:
+            said = line.strip()
+            break
+    os.killpg(child.pid, 2)
+    child.communicate(timeout=120)
+    return said
+
+
+def _shard_loads(clone: Path, cost_run: str, measured_run: str, count: int = 4) -> dict:
+    """Four shards of the measured run's cells, by the cost run's wall times and by count: each
+    shard's summed wall time in the measured run, and the slowest over the mean."""
+    records = store.RunStore(clone / "results" / measured_run).records()
+    measured = {r["key"]: (r.get("process") or {}).get("wall_ms") or 0.0 for r in records}
+    layout = Layout(clone)
+    every = runs.plan(layout, runs.Request()).cells
+    source = reuse.read_index(store.RunStore(clone / "results" / cost_run))
+    result = {}
+    for name, chosen in (("by_cost", source), ("by_count", None)):
+        parts = [shards.split(every, index, count, chosen) for index in range(1, count + 1)]
+        loads = [sum(measured.get(cell.key, 0.0) for cell in part) / 1000 for part in parts]
+        mean = sum(loads) / count
+        result[name] = {"shard_seconds": [round(x, 1) for x in loads], "slowest_over_mean": round(max(loads) / mean, 3)}
+    return result
+
+
+def reuse_part(stamp: str) -> dict:
+    """The reuse measurements (module docstring, 7) in a clean clone of this commit."""
+    clone = Path(tempfile.mkdtemp(prefix=f"mcpcm-reuse-{stamp}-"))
+    git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    commit = git.stdout.strip()
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
+    logs = ROOT / ".artifacts" / "benchmark" / stamp
+    logs.mkdir(parents=True, exist_ok=True)
+    found: dict = {"clone": str(clone), "commit": commit, "logs": str(logs)}
+    readme = f"{README_INSTALL} && .venv/bin/nox"
+    found["first"] = _timed_shell(readme, clone, logs / "first.log")
+    first = _latest(clone)
+    found["first"]["cells"] = _ran(clone, first)
+    found["second"] = _timed_shell(readme, clone, logs / "second.log")
+    second = _latest(clone)
+    found["second"]["cells"] = _ran(clone, second)
+    entries = json.loads((clone / "results" / second / "boundary.json").read_text())
+    found["second"]["probe"] = {"entries": len(entries), "reused": sum(1 for e in entries if e.get("reused_from"))}
+    python = str(clone / ".nox" / "matrix" / "bin" / "python")
+    diff = subprocess.run([python, "-m", "harness", "diff", first, second], cwd=clone, capture_output=True, text=True)
+    found["second"]["diff"] = diff.stdout.strip().splitlines()[0]
+    for name, edit in (("adapter_edit", ADAPTER_EDIT), ("case_edit", CASE_EDIT)):
+        original = _edited(clone, *edit)
+        try:
+            found[name] = _timed_shell(".venv/bin/nox -s matrix", clone, logs / f"{name}.log")
+            found[name]["cells"] = _ran(clone, _latest(clone))
+        finally:
+            (clone / edit[0]).write_text(original)
+    original = _edited(clone, *SERVER_EDIT)
+    try:
+        found["server_edit"] = {"planned": _planned_only(clone)}
+    finally:
+        (clone / SERVER_EDIT[0]).write_text(original)
+    found["fresh"] = _timed_shell(".venv/bin/nox -s matrix -- --fresh", clone, logs / "fresh.log")
+    fresh = _latest(clone)
+    found["fresh"]["cells"] = _ran(clone, fresh)
+    diff = subprocess.run([python, "-m", "harness", "diff", second, fresh], cwd=clone, capture_output=True, text=True)
+    found["fresh"]["diff_with_second"] = diff.stdout.strip().splitlines()[0]
+    found["shards"] = _shard_loads(clone, first, fresh)
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--adapter", action="append", default=[])
@@ -477,6 +619,11 @@ def main() -> int:
         help="also time cold builds of every local environment: pip one by one vs uv in parallel",
     )
     parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="also, in a clean clone: the README's command twice, one-line changes, a --fresh run, shards by cost",
+    )
+    parser.add_argument(
         "--from-run",
         default=None,
         metavar="RUN_ID",
@@ -506,6 +653,8 @@ def main() -> int:
         summary["isolation"] = isolation(layout, args, stamp)
     if args.naive:
         summary["naive"] = naive(layout, args, stamp)
+    if args.reuse:
+        summary["reuse"] = reuse_part(stamp)
     if not args.skip_matrix:
         summary["matrix"] = matrix(layout, args, f"bench-{stamp}")
     print(json.dumps(summary, indent=2))

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,15 +53,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import catalog, cpu_slots, process
+from . import catalog, cpu_slots, inputs, process
 from .backends import Backend
 from .cells import Cell, server_program
 from .classify import cells_frame, error_text, is_client_timeout
 from .layout import JOURNAL_FILE
 from .manifest import Adapter, Variant
-from .records import ErrorInfo, RunMeta
+from .records import CellInputs, ErrorInfo, RunMeta
+from .reuse import sources
 from .runner import Interrupted, run_cell
-from .store import RunStore
+from .store import RunStore, link_tree
 
 KINDS = ("text", "cjk", "blob")
 MIN_BYTES = 4096
@@ -98,6 +100,10 @@ class Boundary:
     """The size whose probe timed out, when that stopped the search."""
     same_for: tuple[str, ...] = ()
     """The columns not searched because their frame options are this one's (``Adapter.probe_groups``)."""
+    inputs: CellInputs | None = None
+    """What decided the search (:func:`search_inputs`): the same inputs give the same entry."""
+    reused_from: str | None = None
+    """The run whose search this entry is, its probes' evidence linked in, when it did not run here."""
 
 
 def probe_case(kind: str, frame_bytes: int, *, patient: bool = False) -> catalog.Case:
@@ -305,6 +311,10 @@ def search(accepts: Callable[[int], Verdict], low: int, high: int) -> Bisection:
         return Bisection(accepted, rejected, probe.count, probe.rejection, inconclusive_at=timeout.size)
 
 
+Task = tuple[Adapter, tuple[Variant, ...], str]
+"""One search: an adapter, the variants one search stands for (the first is searched), a payload kind."""
+
+
 def probe_all(
     backend: Backend,
     store: RunStore,
@@ -315,19 +325,42 @@ def probe_all(
     max_bytes: int = DEFAULT_MAX_BYTES,
     kinds: tuple[str, ...] = KINDS,
     on_result: Callable[[Boundary], None] = lambda _: None,
+    fresh: bool = False,
+    ready: Callable[[list[Adapter]], dict[str, str]] = lambda _: {},
 ) -> list[Boundary]:
-    """Search every stdio column x kind for its limit, ``jobs`` probes working at a time; write ``boundary.json``."""
+    """Search every stdio column x kind for its limit, ``jobs`` probes working at a time; write ``boundary.json``.
+
+    A search whose inputs (:func:`search_inputs`) match an entry of this run's or an earlier
+    finished run's ``boundary.json`` takes that entry and its probes' evidence instead of running
+    (:func:`reusable`); ``fresh``: every search runs. ``ready`` prepares the adapters whose searches
+    run and returns those that cannot (name -> why): their searches are left out.
+    """
     probe_store = RunStore(store.directory / "boundary")
-    tasks = [
+    digests = inputs.Digests(backend.layout, backend.name, backend.inputs)
+    earlier = {} if fresh else reusable(store)
+    tasks: list[Task] = [
         (adapter, group, kind)
         for adapter in adapters
         if adapter.families is None or "size" in adapter.families
         for group in adapter.probe_groups()
         for kind in kinds
     ]
+    found: dict[int, Boundary] = {}
+    todo: list[tuple[int, Task, CellInputs]] = []
+    for position, (adapter, (variant, *same), kind) in enumerate(tasks):
+        searched = search_inputs(digests, adapter, variant, same, kind, max_bytes)
+        taken = take(earlier.get(searched["digest"]), probe_store, adapter, variant, kind)
+        if taken is None:
+            todo.append((position, tasks[position], searched))
+        else:
+            found[position] = taken
+            on_result(taken)
+    broken = ready(list({task[0].name: task[0] for _, task, _ in todo}.values()))
+    todo = [(position, task, searched) for position, task, searched in todo if task[0].name not in broken]
 
-    def run(task: tuple[Adapter, tuple[Variant, ...], str], stop: threading.Event) -> Boundary:
+    def run(task: Task, searched: CellInputs, stop: threading.Event) -> Boundary:
         adapter, (variant, *same), kind = task
+        _clear(probe_store, adapter, variant, kind)
 
         def run_once(size: int, patient: bool) -> Verdict:
             with gate.slot():
@@ -338,20 +371,21 @@ def probe_all(
             return verdict
 
         accepts = QuickThenPatient(run_once)
-        found = search(accepts, MIN_BYTES, max_bytes)
-        no_limit = max_bytes if found.largest_accepted == max_bytes else None
+        bisection = search(accepts, MIN_BYTES, max_bytes)
+        no_limit = max_bytes if bisection.largest_accepted == max_bytes else None
         result = Boundary(
             adapter.column(variant),
             adapter.name,
             variant.id,
             kind,
-            found.largest_accepted,
-            found.smallest_rejected,
+            bisection.largest_accepted,
+            bisection.smallest_rejected,
             no_limit,
             accepts.runs,
-            found.rejection,
-            found.inconclusive_at,
+            bisection.rejection,
+            bisection.inconclusive_at,
             tuple(adapter.column(v) for v in same),
+            searched,
         )
         on_result(result)
         return result
@@ -359,12 +393,94 @@ def probe_all(
     gate = cpu_slots.Gate(jobs)
     searches = SEARCHES_PER_JOB * max(1, jobs)
     with process.interruptible(backend.kill_all) as stop, ThreadPoolExecutor(max_workers=searches) as pool:
-        results = list(pool.map(lambda task: run(task, stop), tasks))
+        ran = list(pool.map(lambda item: run(item[1], item[2], stop), todo))
+    found.update({position: result for (position, _, _), result in zip(todo, ran, strict=True)})
+    results = [found[position] for position in sorted(found)]
     path = store.boundary_path
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps([asdict(r) for r in results], indent=2))
     os.replace(temporary, path)
     return results
+
+
+def search_inputs(
+    digests: inputs.Digests, adapter: Adapter, variant: Variant, same: Sequence[Variant], kind: str, max_bytes: int
+) -> CellInputs:
+    """What decides one search's entry: a probe cell's inputs (its size aside) and the search's own
+    (this module, the kind, the sizes and budgets it tries, the columns it stands for)."""
+    case = probe_case(kind, 0)
+    cell = ProbeCell(adapter, variant, case, "none", "stdio", QUICK_BUDGET_SCALE, probe_kind=kind, probe_bytes=0)
+    probe = digests.of(cell)
+    assert probe is not None  # a probe is never live
+    own = f"{kind}\0{MIN_BYTES}\0{max_bytes}\0{QUICK_BUDGET_SCALE}\0{PROBE_BUDGET_SCALE}\0{[v.id for v in same]}"
+    search = inputs.hash_of(Path(__file__).read_bytes(), own.encode())
+    return inputs.combine({**probe["parts"], "search": search})
+
+
+def _probe_prefix(adapter: Adapter, variant: Variant, kind: str) -> str:
+    """How the cell directories of one search's probes begin (``Cell.key`` with ``probe_case``'s id)."""
+    return f"{adapter.name}--{variant.id}--probe-{kind}-"
+
+
+Earlier = tuple[RunStore, dict[str, Any]]
+"""A ``boundary.json`` entry of a run, with the run."""
+
+
+def reusable(store: RunStore) -> dict[str, Earlier]:
+    """The entries a search may take, by their inputs' digest: this run's own (a probe run again
+    into it), then every earlier finished run's, newest first; a ``boundary.json`` that does not
+    parse is passed over."""
+    found: dict[str, Earlier] = {}
+    runs = [store, *(run for run in sources(store.directory.parent, store.run_id) if _finished(run))]
+    for run in runs:
+        try:
+            entries = load(run)
+        except (OSError, ValueError):
+            continue
+        for entry in entries if isinstance(entries, list) else []:
+            digest = (entry.get("inputs") or {}).get("digest") if isinstance(entry, dict) else None
+            if digest:
+                found.setdefault(digest, (run, entry))
+    return found
+
+
+def _finished(run: RunStore) -> bool:
+    try:
+        return bool(json.loads(run.meta_path.read_text(encoding="utf-8")).get("finished"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def take(
+    earlier: Earlier | None, probe_store: RunStore, adapter: Adapter, variant: Variant, kind: str
+) -> Boundary | None:
+    """An earlier search's entry, its probes' evidence linked into ``probe_store``; None when there is
+    none or its evidence is not whole (one probe directory per probe run)."""
+    if earlier is None:
+        return None
+    run, entry = earlier
+    prefix = _probe_prefix(adapter, variant, kind)
+    cells = run.directory / "boundary" / "cells"
+    found = cells.glob(f"{prefix}*") if cells.is_dir() else iter(())
+    probes = sorted(path for path in found if (path / "cell.json").is_file())
+    if len(probes) != entry.get("probes"):
+        return None
+    here = run.directory == probe_store.directory.parent
+    if not here:
+        for path in probes:
+            link_tree(path, probe_store.cell_dir(path.name))
+    fields: dict[str, Any] = {name: entry[name] for name in Boundary.__dataclass_fields__ if name in entry}
+    fields["same_for"] = tuple(entry.get("same_for") or ())
+    fields["reused_from"] = entry.get("reused_from") or (None if here else run.run_id)
+    return Boundary(**fields)
+
+
+def _clear(probe_store: RunStore, adapter: Adapter, variant: Variant, kind: str) -> None:
+    """Remove an earlier search's probes of this column and kind from the run (a search that runs
+    again leaves only its own, one directory per probe)."""
+    cells = probe_store.directory / "cells"
+    for path in cells.glob(f"{_probe_prefix(adapter, variant, kind)}*") if cells.is_dir() else ():
+        shutil.rmtree(path)
 
 
 def wording(result: Mapping[str, Any]) -> tuple[str, str]:

@@ -249,5 +249,9 @@ def build(
         for transport in (variant.transports or adapter.transports)
         if transport in case.transports and _matches(transport, selection.transports)
     ]
-    index, count = selection.shard
+    return by_count(cells, *selection.shard)
+
+
+def by_count(cells: list[Cell], index: int, count: int) -> list[Cell]:
+    """Shard ``index`` of ``count`` by count: every ``count``-th cell (``harness/shards.py`` splits by cost)."""
     return [cell for position, cell in enumerate(cells) if position % count == index - 1]

@@ -57,6 +57,12 @@ def directory(layout: Layout, adapter: Adapter) -> Path:
     return environments.env_dir(layout, adapter) / "class-archive"
 
 
+def recipe() -> str:
+    """How class archives are made and mapped (the recipe and the JVM's options), for a cell's
+    inputs (:mod:`harness.inputs`)."""
+    return f"class archive {RECIPE} {' '.join(toolchains.JAVA_OPTIONS)}"
+
+
 def _key(layout: Layout, adapter: Adapter) -> str:
     digest = hashlib.sha256(f"{RECIPE}\0{toolchains.JAVA_OPTIONS}\0{toolchains.versions('java')}\0".encode())
     for path in toolchains.built_files(adapter, environments.env_dir(layout, adapter)):

@@ -82,6 +82,8 @@ COLUMNS = (
     "model_schema_shown",
     "model_blocks",
     "model_aborted",
+    "ran_at",
+    "reused_from",
     "key",
 )
 
@@ -275,6 +277,8 @@ def facts(record: CellRecord) -> dict[str, Any]:
         "server_exit": exits[-1].get("reason") if exits else None,
         "server_cancel": _server_cancel(journal),
         "budget_ms": record["budget_ms"],
+        "ran_at": record.get("finished_at"),
+        "reused_from": record.get("reused_from"),
     }
 
 

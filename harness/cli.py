@@ -247,6 +247,12 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--cwd", type=Path, default=None, help="live mode: the server's working directory")
     run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every cell; by default a cell whose inputs match a cell of an earlier finished run in results/ "
+        "takes that cell's record and evidence (docs/architecture.md, Reuse)",
+    )
+    run.add_argument(
         "--resume",
         nargs="?",
         type=_run_id,
@@ -271,6 +277,12 @@ def parser() -> argparse.ArgumentParser:
         help="the largest frame tried; accepted means 'no limit up to' it (default 64 MiB)",
     )
     _jobs_flag(probe, meta.cpu_count(), "the cores available")
+    probe.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run every search; by default a search whose inputs match an entry of this run or an earlier "
+        "finished one takes that entry and its probes' evidence",
+    )
     _backend_flags(probe)
 
     rep = sub.add_parser("report", help="render reports/ from a run")
@@ -384,14 +396,14 @@ def cmd_base_image(layout: Layout, args: argparse.Namespace) -> int:
 
 def cmd_list(layout: Layout, args: argparse.Namespace) -> int:
     request = runs.Request(_selection(args), _kind(args), case_files=_case_files(args))
-    adapters, selected = runs.plan(layout, request)  # validated before anything is printed
-    for adapter in adapters:
+    planned = runs.plan(layout, request)  # validated before anything is printed
+    for adapter in planned.adapters:
         if adapter.broken:
             print(f"{adapter.name:<16} BROKEN  {adapter.broken}")
             continue
         columns = ", ".join(adapter.column(v) for v in adapter.variants)
         print(f"{adapter.name:<16} {adapter.runtime:<7} {adapter.package or '-':<28} {columns}")
-    print(f"{len(selected)} cells")
+    print(f"{len(planned.cells)} cells")
     return EXIT_OK
 
 
@@ -414,6 +426,7 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
         args.wait_jobs,
         recorded,
         server,
+        fresh=args.fresh,
     )
     return _exit(runs.start(layout, request, factory))
 
@@ -428,6 +441,7 @@ def cmd_probe(layout: Layout, args: argparse.Namespace) -> int:
         jobs=args.jobs,
         backend_for=_backend_factory(layout, args),
         backend_name=args.backend,
+        fresh=args.fresh,
     )
     return _exit(outcome)
 

@@ -70,6 +70,19 @@ RECIPE = "2: byte-compiled at install"
 """Part of every fingerprint: changing how environments are built rebuilds them."""
 
 
+def _deps(adapter: Adapter) -> tuple[str, ...]:
+    """The files an environment is built from (a compiled adapter's: all its files, found by the fingerprint)."""
+    if adapter.runtime in toolchains.COMPILED:
+        return ()
+    return PYTHON_DEPS if adapter.runtime == "python" else NODE_DEPS
+
+
+def fingerprint(adapter: Adapter) -> str:
+    """The hash an environment is cached by: its dependency files (a compiled adapter's: all its
+    sources and its shared support), the runtime or toolchain version and :data:`RECIPE`."""
+    return _fingerprint(adapter, _deps(adapter))
+
+
 def _fingerprint(adapter: Adapter, files: tuple[str, ...]) -> str:
     digest = hashlib.sha256(adapter_runtime_version(adapter).encode() + RECIPE.encode())
     if adapter.runtime in toolchains.COMPILED:  # every source file, its shared support, the toolchain
@@ -187,10 +200,9 @@ def compile_shared(layout: Layout) -> None:
 
 def is_ready(layout: Layout, adapter: Adapter) -> bool:
     stamp = env_dir(layout, adapter) / STAMP
-    files = PYTHON_DEPS if adapter.runtime == "python" else NODE_DEPS
     if adapter.runtime in toolchains.COMPILED and not toolchains.artifact(adapter, env_dir(layout, adapter)).is_file():
         return False
-    return stamp.is_file() and stamp.read_text() == _fingerprint(adapter, files)
+    return stamp.is_file() and stamp.read_text() == fingerprint(adapter)
 
 
 def prepare(layout: Layout, adapter: Adapter) -> bool:
@@ -213,10 +225,8 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         _run(adapter.name, make_venv, layout.root, log)
         if requirements.exists():
             _run(adapter.name, install, adapter.directory, log)
-        files = PYTHON_DEPS
     elif adapter.runtime in toolchains.COMPILED:
         _build(layout, adapter, target, log)
-        files = ()
     else:
         lock = adapter.directory / "package-lock.json"
         env = process_env(layout, adapter)  # npm runs on the adapter's node, as do install scripts
@@ -225,8 +235,7 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
         if not lock.exists():
             raise PrepareError(f"{lock}: missing (pin with a lockfile)")
         npm_ci(adapter.name, adapter.directory, log, env)
-        files = NODE_DEPS
-    (target / STAMP).write_text(_fingerprint(adapter, files))
+    (target / STAMP).write_text(fingerprint(adapter))
     return True
 
 

@@ -22,7 +22,8 @@ from typing import Any, cast
 
 from .errors import UsageError
 from .records import RunMeta
-from .store import BOUNDARY_FILE, RunStore, check_run_id, open_run
+from .reuse import write_index
+from .store import BOUNDARY_FILE, RunStore, check_run_id, link_tree, open_run
 
 SAME_SETTINGS = (
     "adapters",
@@ -34,6 +35,7 @@ SAME_SETTINGS = (
     "kind",
     "budget_scale",
     "live",
+    "shard_costs",
 )
 """The settings every shard of one matrix shares (``jobs`` and ``isolation`` may differ by job)."""
 VERSION_KEYS = ("package_version", "runtime_version", "image", "image_id")
@@ -59,12 +61,6 @@ def check(runs: Sequence[tuple[RunStore, RunMeta]]) -> None:
     ids = [run.run_id for run, _ in runs]
     if len(set(ids)) != len(ids):
         raise UsageError(f"merge: a run is given twice ({', '.join(ids)})")
-    _same(runs, "the harness commit", [m.get("harness_commit") for _, m in runs])
-    _same(runs, "the backend", [m.get("backend") for _, m in runs])
-    for setting in SAME_SETTINGS:
-        _same(runs, f"the setting {setting!r}", [cast(dict[str, Any], m["settings"]).get(setting) for _, m in runs])
-    for name in sorted({name for _, m in runs for name in m.get("adapters", {})}):
-        _same(runs, f"the versions of {name}", [_versions(m, name) for _, m in runs])
     shards = sorted((tuple(m["settings"]["shard"]), run.run_id) for run, m in runs)
     counts = {count for (_, count), _ in shards}
     if len(counts) != 1:
@@ -78,6 +74,12 @@ def check(runs: Sequence[tuple[RunStore, RunMeta]]) -> None:
         parts = [f"shard {', '.join(f'{i}/{count}' for i in missing)} missing" if missing else ""]
         parts.append(f"shard {', '.join(f'{i}/{count}' for i in twice)} given twice" if twice else "")
         raise UsageError(f"merge: not every shard of {count}: {'; '.join(p for p in parts if p)}")
+    _same(runs, "the harness commit", [m.get("harness_commit") for _, m in runs])
+    _same(runs, "the backend", [m.get("backend") for _, m in runs])
+    for setting in SAME_SETTINGS:
+        _same(runs, f"the setting {setting!r}", [cast(dict[str, Any], m["settings"]).get(setting) for _, m in runs])
+    for name in sorted({name for _, m in runs for name in m.get("adapters", {})}):
+        _same(runs, f"the versions of {name}", [_versions(m, name) for _, m in runs])
     _check_case_files([run for run, _ in runs])
 
 
@@ -108,18 +110,6 @@ def merged_meta(runs: Sequence[tuple[RunStore, RunMeta]], run_id: str, cells: in
     merged["prepare_failures"] = failures
     merged["merged_from"] = [run.run_id for run, _ in sorted(runs, key=lambda r: r[1]["settings"]["shard"][0])]
     return merged
-
-
-def _link_tree(source: Path, target: Path) -> None:
-    """Copy a directory, hard-linking its files where the file system allows (records never change)."""
-
-    def link(src: str, dst: str) -> None:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
-    shutil.copytree(source, target, copy_function=link)
 
 
 def _boundary(runs: list[RunStore]) -> Path | None:
@@ -154,7 +144,7 @@ def merge(results: Path, run_ids: Sequence[str], run_id: str) -> RunStore:
         (staging.directory / "cells").mkdir(parents=True)
         for key, run in seen.items():
             if run.cell_dir(key).is_dir():
-                _link_tree(run.cell_dir(key), staging.cell_dir(key))
+                link_tree(run.cell_dir(key), staging.cell_dir(key))
         if runs[0][0].case_files_dir.is_dir():
             shutil.copytree(runs[0][0].case_files_dir, staging.case_files_dir)
         if boundary is not None:
@@ -163,6 +153,7 @@ def merge(results: Path, run_ids: Sequence[str], run_id: str) -> RunStore:
             for record in records:
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
         staging.write_meta(merged_meta(runs, run_id, len(records)))
+        write_index(staging)
         os.rename(staging.directory, target.directory)
     except BaseException:
         shutil.rmtree(staging.directory, ignore_errors=True)

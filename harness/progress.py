@@ -18,6 +18,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, Tim
 from rich.progress import Progress as Bar
 from rich.table import Column
 
+from .reuse import described
+
 
 def _clock(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
@@ -27,10 +29,15 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Reports finished cells; ``outcome`` is the cell's classified outcome."""
 
-    def __init__(self, total: int, done: int = 0, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, total: int, done: int = 0, stream: TextIO | None = None, reused: dict[str, int] | None = None
+    ) -> None:
+        """``done``: the cells recorded before (resumed or reused), of which ``reused`` (by the run
+        they ran in) were taken from earlier runs."""
         self.total = total
         self.done = done
         self._resumed = done
+        self.reused = reused or {}
         self.stream = stream or sys.stderr
         self.counts: Counter[str] = Counter()
         self.started = time.monotonic()
@@ -69,5 +76,7 @@ class Progress:
             self._bar = None
         elapsed = _clock(time.monotonic() - self.started)
         counts = ", ".join(f"{count} {name}" for name, count in sorted(self.counts.items()))
-        self.stream.write(f"{self.done - self._resumed} cells in {elapsed}: {counts or 'nothing to run'}\n")
+        ran = f"{self.done - self._resumed} cells ran in {elapsed}: {counts or 'nothing to run'}"
+        taken = sum(self.reused.values())
+        self.stream.write(ran + (f"; {taken:,} reused from {described(self.reused)}" if taken else "") + "\n")
         self.stream.flush()

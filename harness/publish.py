@@ -78,6 +78,8 @@ class PublishedRun:
                 for name, info in sorted(adapters.items())
             },
             "cells": sum(self.counts.values()),
+            "reused": int(self.frame["reused_from"].notna().sum()),
+            "reused_from": sorted(str(run) for run in self.frame["reused_from"].dropna().unique()),
             "outcomes": self.counts,
             "columns": self.columns,
             "merged_from": self.meta.get("merged_from"),

@@ -136,6 +136,13 @@ class ProcessFacts(TypedDict):
     stderr_bytes: int
 
 
+class CellInputs(TypedDict):
+    """What decided a cell's outcome, hashed (:mod:`harness.inputs`): the digest of the named parts."""
+
+    digest: str
+    parts: dict[str, str]
+
+
 class CellRecord(TypedDict):
     """One line of ``cells.jsonl``: everything known about a finished cell, facts only."""
 
@@ -157,6 +164,11 @@ class CellRecord(TypedDict):
     observation: Observation | None
     journal: list[JournalEvent]
     finished_at: str
+    """When the cell actually ran (for a reused cell: in the run it was reused from)."""
+    inputs: NotRequired[CellInputs | None]
+    """The cell's inputs (absent in runs before reuse; None for a live cell, never reused)."""
+    reused_from: NotRequired[str]
+    """A reused cell: the run it ran in, whose record and evidence this one is (:mod:`harness.reuse`)."""
 
 
 class VariantMeta(TypedDict):
@@ -208,6 +220,19 @@ class RunSettings(TypedDict):
     budget_scale: float
     isolation: str
     """``worker`` or ``process`` (local backend, ``--isolation``), ``container`` (docker)."""
+    fresh: NotRequired[bool]
+    """``--fresh``: every cell ran, none was reused from an earlier run."""
+    shard_costs: NotRequired[str | None]
+    """How ``--shard`` split the cells: ``count``, or by the wall times of the cells of earlier runs
+    (the newest run that had them; ``harness/shards.py``)."""
+
+
+class ReuseMeta(TypedDict):
+    """What a run's reuse passed over: earlier runs not used at all, single cells not taken, and why."""
+
+    skipped_runs: dict[str, str]
+    skipped_cells: dict[str, str]
+    """``RUN/KEY`` -> why that cell's evidence could not be taken (it ran again)."""
 
 
 class RunMeta(TypedDict, total=False):
@@ -234,4 +259,6 @@ class RunMeta(TypedDict, total=False):
     adapters: dict[str, AdapterMeta]
     prepare_failures: dict[str, str]
     merged_from: list[str]
+    reuse: ReuseMeta
+    """Which earlier runs were not reused from, and why (:mod:`harness.reuse`)."""
     """A merged run (``harness/merge.py``): the shard runs it was made of, in shard order."""

@@ -290,6 +290,7 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
         cell["err_ref"] = error_refs.get((cell["client"], cell["short"])) if cell["short"] else None
     rows = _rows(sdk_cells, columns, cases)
     env = environment()
+    env.globals["provenance"] = report_view.provenance(frame)
     (staging / "cells").mkdir(parents=True)
     (staging / "data").mkdir()
     (staging / "assets").mkdir()

@@ -152,3 +152,18 @@ def model_journal(path: Path) -> list[dict[str, Any]]:
 def _cut(value: Any) -> Any:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= MODEL_SHOWN else f"{text[:MODEL_SHOWN]}… ({len(text):,} characters)"
+
+
+def provenance(frame: pd.DataFrame) -> str:
+    """How many of a run's cells ran in it and how many it reused from which earlier runs:
+    "8,836 cells: 120 ran, 8,716 reused from RUN" (:mod:`harness.reuse`)."""
+    total = len(frame)
+    sources = frame["reused_from"].dropna().value_counts() if "reused_from" in frame else pd.Series(dtype=int)
+    reused = int(sources.sum())
+    line = f"{total:,} cells: {total - reused:,} ran"
+    if reused:
+        named = ", ".join(f"{run} ({int(count):,})" for run, count in sources.items())
+        if len(sources) == 1:
+            named = str(sources.index[0])
+        line += f", {reused:,} reused from {named}"
+    return line

@@ -11,8 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +25,7 @@ from .cells import Cell
 from .cpu_slots import IdleWatch
 from .manifest import MODEL_VIEW_KINDS
 from .observation import ObservationError, read
-from .records import CellRecord, JournalEvent
+from .records import CellInputs, CellRecord, JournalEvent
 from .store import RunStore, trim_log
 
 
@@ -71,9 +72,9 @@ def run_cell(backend: Backend, store: RunStore, cell: Cell) -> CellRecord:
     record = _base_record(cell)
     files = store.cell_files(cell.key)
     try:
-        files.directory.mkdir(parents=True, exist_ok=True)
-        files.journal.unlink(missing_ok=True)
-        files.raw_observation.unlink(missing_ok=True)
+        if files.directory.exists():  # a killed attempt's leftovers (a FIFO, a journal) are not this run's
+            shutil.rmtree(files.directory)
+        files.directory.mkdir(parents=True)
         if cell.case.replay is not None:
             files.replay.write_text(cell.case.replay, encoding="utf-8")
         if cell.case.live is not None:
@@ -155,8 +156,10 @@ def run_all(
     wait_jobs: int,
     broken: dict[str, str],
     on_record: Callable[[CellRecord], None],
+    inputs: Mapping[str, CellInputs | None] | None = None,
 ) -> None:
-    """Run ``cells``, appending each record to ``store`` as it finishes.
+    """Run ``cells``, appending each record to ``store`` as it finishes, with its ``inputs`` (by key:
+    :mod:`harness.inputs`) where given.
 
     At most ``jobs`` cells do CPU work at once, and at most ``jobs + wait_jobs`` run at all. Cells
     that mostly wait (:func:`waits`) run first (they are the long ones), at most ``wait_jobs`` of
@@ -169,6 +172,7 @@ def run_all(
     order. Cells of adapters in ``broken`` (name -> why, the harness error) are recorded without
     running. On SIGINT/SIGTERM the running process groups are killed and :class:`Interrupted` is raised.
     """
+    known = inputs or {}
     queues: dict[bool, list[Cell]] = {True: [], False: []}
     for queued in reversed(cells):
         queues[wait_jobs > 0 and waits(queued)].append(queued)
@@ -210,6 +214,7 @@ def run_all(
                 while (cell := admit(waiting)) is not None:
                     if cell.adapter.name in broken:
                         record = unrunnable_record(cell, broken[cell.adapter.name])
+                        record["inputs"] = known.get(cell.key)
                         store.append(record)
                         on_record(record)
                         continue
@@ -234,5 +239,6 @@ def run_all(
                 record = future.result()
                 if stop.is_set():  # killed by the interruption, not by its own fault
                     continue
+                record["inputs"] = known.get(record["key"])
                 store.append(record)
                 on_record(record)

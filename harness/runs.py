@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
 from . import (
@@ -22,10 +22,13 @@ from . import (
     catalog,
     cells,
     environments,
+    inputs,
     live,
     manifest,
     meta,
+    reuse,
     runner,
+    shards,
     store,
     versions,
 )
@@ -76,6 +79,10 @@ class Request:
     live: LiveServer | None = None
     """Live mode (``--server-cmd``, ``--server-url``): the recorded cases against the user's server
     (:mod:`harness.live`)."""
+    fresh: bool = False
+    """``--fresh``: run every cell, reuse none from earlier runs (:mod:`harness.reuse`)."""
+    shard_costs: str | None = None
+    """The run whose wall times split ``--shard`` (``count``: by count); None: the newest that has them."""
 
     @property
     def cases(self) -> tuple[catalog.Case, ...]:
@@ -141,17 +148,41 @@ def select_adapters(layout: Layout, names: tuple[str, ...] | list[str], kind: st
     return chosen + pinned
 
 
-def plan(layout: Layout, request: Request) -> tuple[list[Adapter], list[cells.Cell]]:
-    """The adapters and cells of ``request``; :class:`UsageError` when nothing is selected."""
+@dataclass(frozen=True)
+class Planned:
+    """A request's adapters and cells, and how its shard was split (``settings.shard_costs``)."""
+
+    adapters: list[Adapter]
+    cells: list[cells.Cell]
+    shard_costs: str
+
+
+def plan(layout: Layout, request: Request, run_id: str = "") -> Planned:
+    """The adapters and cells of ``request``; :class:`UsageError` when nothing is selected.
+
+    A shard (``--shard K/N``) is split by the cells' wall times in the newest finished run other
+    than ``run_id`` that has them, or by the run ``request.shard_costs`` names (a resumed shard), else
+    by count (:mod:`harness.shards`).
+    """
     adapters = select_adapters(layout, request.selection.adapters, request.kind)
     if request.backend != "local" and any(versions.is_versioned(layout, a) for a in adapters):
         raise UsageError("an adapter at another version (ADAPTER@VERSION) runs on the local backend only")
-    selected = cells.build(adapters, request.selection, request.budget_scale, request.cases)
+    whole = replace(request.selection, shard=(1, 1))
+    selected = cells.build(adapters, whole, request.budget_scale, request.cases)
+    index, count = request.selection.shard
+    source = None
+    if count > 1:
+        named = request.shard_costs
+        if named is None:
+            source = shards.cost_source(layout.results, run_id)
+        else:
+            source = shards.named_source(layout.results, named)
+        selected = shards.split(selected, index, count, source)
     if not selected:
         raise UsageError(
             f"the selection has no cells ({_describe(request)}); `python -m harness list` shows what a selection covers"
         )
-    return adapters, selected
+    return Planned(adapters, selected, shards.COUNT if source is None else source.run.run_id)
 
 
 def _describe(request: Request) -> str:
@@ -209,7 +240,7 @@ def _ready(backend: backends.Backend, adapters: list[Adapter]) -> dict[str, str]
     return prepare(backend, adapters, build=backend.name == "local", jobs=meta.cpu_count())
 
 
-def _settings(request: Request, backend: str, count: int) -> RunSettings:
+def _settings(request: Request, backend: str, count: int, shard_costs: str) -> RunSettings:
     selection = request.selection
     return {
         "jobs": request.jobs,
@@ -227,19 +258,21 @@ def _settings(request: Request, backend: str, count: int) -> RunSettings:
         "cells": count,
         "budget_scale": request.budget_scale,
         "isolation": request.isolation if backend == "local" else "container",
+        "fresh": request.fresh,
+        "shard_costs": shard_costs,
     }
 
 
 def start(layout: Layout, request: Request, backend_for: backends.Factory) -> Outcome:
     """Run ``request`` into a new run directory (created only once the selection and backend are known good)."""
-    adapters, selected = plan(layout, request)
     run = store.RunStore(layout.results / store.check_run_id(request.run_id or store.new_run_id()))
+    planned = plan(layout, request, run.run_id)
     if run.meta_path.exists() or run.records_path.exists():
         raise UsageError(f"{run.directory}: run exists; use --resume {run.run_id}")
     with closing(backend_for(request.backend)) as backend:  # before the run directory: no engine, no run
         run.create()
         case_files.store(run.case_files_dir, list(request.case_files))
-        return _execute(backend, request, run, None, adapters, selected, set())
+        return _execute(backend, request, run, None, planned, set())
 
 
 def request_of(run: store.RunStore, run_meta: RunMeta, jobs: int) -> Request:
@@ -261,6 +294,8 @@ def request_of(run: store.RunStore, run_meta: RunMeta, jobs: int) -> Request:
         settings["budget_scale"],
         case_files=tuple(case_files.of_run(run.case_files_dir)),
         live=live.from_settings(described) if (described := settings.get("live")) else None,
+        fresh=settings.get("fresh", False),
+        shard_costs=settings.get("shard_costs") or shards.COUNT,
     )
 
 
@@ -269,11 +304,11 @@ def resume(layout: Layout, run_id: str, jobs: int, backend_for: backends.Factory
     run = store.open_run(layout.results, run_id)
     run_meta = run.read_meta()
     request = request_of(run, run_meta, jobs)
-    adapters, selected = plan(layout, request)
+    planned = plan(layout, request, run.run_id)
     done = run.compact()
     run_meta.setdefault("resumed", []).append(datetime.now(UTC).isoformat(timespec="seconds"))
     with closing(backend_for(request.backend)) as backend:
-        return _execute(backend, request, run, run_meta, adapters, selected, done)
+        return _execute(backend, request, run, run_meta, planned, done)
 
 
 def _execute(
@@ -281,30 +316,38 @@ def _execute(
     request: Request,
     run: store.RunStore,
     run_meta: RunMeta | None,
-    adapters: list[Adapter],
-    selected: list[cells.Cell],
+    planned: Planned,
     done: set[str],
 ) -> Outcome:
-    todo = [cell for cell in selected if cell.key not in done]
+    todo = [cell for cell in planned.cells if cell.key not in done]
     if done:
         print(f"resuming {run.run_id}: {len(done)} cells recorded, {len(todo)} to run", file=sys.stderr)
-    broken = _ready(backend, [a for a in adapters if a.name in {c.adapter.name for c in todo}])
+    layout = backend.layout
+    found = _reuse(layout, backend, run, todo, request.fresh)
+    broken = _ready(backend, [a for a in planned.adapters if a.name in {c.adapter.name for c in found.to_run}])
     if run_meta is None:
-        run_meta = meta.collect(backend, adapters, run.run_id, _settings(request, backend.name, len(selected)))
+        settings = _settings(request, backend.name, len(planned.cells), planned.shard_costs)
+        run_meta = meta.collect(backend, planned.adapters, run.run_id, settings)
         run_meta["prepare_failures"] = broken
+    _note_skipped(run_meta, found)
     run.write_meta(run_meta)
-    progress = Progress(total=len(done) + len(todo), done=len(done))
+    for taken in found.taken:
+        run.append(reuse.take(taken, run))
+    after_prepare = inputs.Digests(layout, backend.name, backend.inputs)  # a lockfile prepare made counts
+    ran_inputs = {cell.key: after_prepare.of(cell) for cell in found.to_run}
+    progress = Progress(total=len(planned.cells), done=len(done) + len(found.taken), reused=_sources(found))
     feed = OutcomeFeed(progress, run_meta)
     outcome = Outcome(run, broken)
     try:
         runner.run_all(
             backend,
             run,
-            todo,
+            found.to_run,
             jobs=request.jobs,
             wait_jobs=wait_jobs(request),
             broken=broken,
             on_record=feed.put,
+            inputs=ran_inputs,
         )
     except runner.Interrupted as exc:
         feed.close()
@@ -314,16 +357,60 @@ def _execute(
         return outcome
     feed.close()
     progress.close()
-    for adapter in adapters:  # a worker that refused to start is known only now
+    for adapter in planned.adapters:  # a worker that refused to start is known only now
         if adapter.name in run_meta["adapters"] and not adapter.broken:
             run_meta["adapters"][adapter.name]["isolation"] = backend.isolation_of(adapter)
     run_meta["reference_server"] = backend.server_start()
     run_meta["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    reuse.write_index(run)
     run.write_meta(run_meta)
     for name, why in sorted(broken.items()):
         print(f"column(s) of {name} could not run (harness-error cells): {why}", file=sys.stderr)
     print(f"results: {run.directory}", file=sys.stderr)
     return outcome
+
+
+SHOWN_SKIPS = 5
+"""Cells not taken from an earlier run that the run names one by one on stderr (all are in meta.json)."""
+
+
+def _reuse(
+    layout: Layout, backend: backends.Backend, run: store.RunStore, todo: list[cells.Cell], fresh: bool
+) -> reuse.Plan:
+    """Which cells of ``todo`` are taken from earlier runs (none with ``fresh``), said on stderr."""
+    if fresh:
+        return reuse.Plan(to_run=todo, why_run={"--fresh": len(todo)} if todo else {})
+    digests = inputs.Digests(layout, backend.name, backend.inputs)
+    found = reuse.plan(layout.results, run.run_id, todo, {cell.key: digests.of(cell) for cell in todo})
+    for source, why in found.skipped["skipped_runs"].items():
+        print(f"reuse: not from run {source}: {why}", file=sys.stderr)
+    skipped = list(found.skipped["skipped_cells"].items())
+    for where, why in skipped[:SHOWN_SKIPS]:
+        print(f"reuse: {where} runs again: {why}", file=sys.stderr)
+    if len(skipped) > SHOWN_SKIPS:
+        print(f"reuse: and {len(skipped) - SHOWN_SKIPS} more cells run again (meta.json: reuse)", file=sys.stderr)
+    if found.taken:
+        print(f"reuse: {len(found.taken):,} cells from {reuse.described(_sources(found))}", file=sys.stderr)
+    if found.why_run:
+        why = "; ".join(f"{reason} ({count:,})" for reason, count in found.why_run.items())
+        print(f"reuse: {len(found.to_run):,} cells to run: {why}", file=sys.stderr)
+    return found
+
+
+def _sources(found: reuse.Plan) -> dict[str, int]:
+    """How many of the taken cells ran in which earlier run."""
+    counts: dict[str, int] = {}
+    for taken in found.taken:
+        source = taken.record.get("reused_from") or ""
+        counts[source] = counts.get(source, 0) + 1
+    return counts
+
+
+def _note_skipped(run_meta: RunMeta, found: reuse.Plan) -> None:
+    """Add what reuse passed over to the run's metadata (a resumed run keeps what it passed over before)."""
+    noted = run_meta.setdefault("reuse", {"skipped_runs": {}, "skipped_cells": {}})
+    noted["skipped_runs"].update(found.skipped["skipped_runs"])
+    noted["skipped_cells"].update(found.skipped["skipped_cells"])
 
 
 def probe(
@@ -336,31 +423,40 @@ def probe(
     jobs: int,
     backend_for: backends.Factory,
     backend_name: str | None = None,
+    fresh: bool = False,
 ) -> Outcome:
-    """Find the largest stdio frame each selected column accepts, into the run's ``boundary.json``."""
+    """Find the largest stdio frame each selected column accepts, into the run's ``boundary.json``;
+    a search whose inputs are unchanged takes its earlier entry (none with ``fresh``)."""
     run = store.open_run(layout.results, run_id)
     run_meta = run.read_meta()
     adapters = select_adapters(layout, names)
     with closing(backend_for(backend_name or run_meta.get("backend", "local"))) as backend:
-        broken = _ready(backend, adapters)
-        outcome = Outcome(run, broken)
+        outcome = Outcome(run, _ready(backend, [a for a in adapters if a.broken]))
+
+        def ready(chosen: list[Adapter]) -> dict[str, str]:
+            """Prepare the adapters whose searches run (none for a search that is reused)."""
+            outcome.broken.update(_ready(backend, chosen))
+            return outcome.broken
 
         def on_result(result: boundary.Boundary) -> None:
             text, note = boundary.wording(asdict(result))
             found = " ".join(part for part in (text, note, f"({result.probes} probes)") if part)
             same = f" (and {', '.join(result.same_for)})" if result.same_for else ""
-            print(f"probe {result.column}{same} {result.kind}: {found}", file=sys.stderr)
+            reused = f", reused from {result.reused_from}" if result.reused_from else ""
+            print(f"probe {result.column}{same} {result.kind}: {found}{reused}", file=sys.stderr)
 
         try:
             boundary.probe_all(
                 backend,
                 run,
                 run_meta,
-                [a for a in adapters if a.name not in broken],
+                [a for a in adapters if not a.broken],
                 jobs=jobs,
                 max_bytes=max_bytes,
                 kinds=kinds,
                 on_result=on_result,
+                fresh=fresh,
+                ready=ready,
             )
         except runner.Interrupted as exc:
             print(exc, file=sys.stderr)

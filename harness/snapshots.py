@@ -77,6 +77,11 @@ def _hash_file(path: Path) -> str:
         return "<absent>"
 
 
+def recipe() -> str:
+    """How snapshots are built (the recipe and the bundler's lockfile), for a cell's inputs (:mod:`harness.inputs`)."""
+    return f"snapshot {RECIPE} {_tool_fingerprint()}"
+
+
 def _key(node_version: str) -> str:
     return f"{RECIPE}\0{node_version}\0{_tool_fingerprint()}"
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -165,3 +166,18 @@ def trim_log(path: Path, keep: int = LOG_KEEP) -> int:
     marker = f"\n[... {size - 2 * keep} bytes elided by the harness ...]\n".encode()
     path.write_bytes(head + marker + tail)
     return size
+
+
+def link_tree(source: Path, target: Path) -> None:
+    """A copy of the directory ``source`` at ``target`` (replaced if it exists), its files hard-linked
+    where the file system allows (a cell's evidence never changes once recorded), copied elsewhere."""
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, copy_function=link)

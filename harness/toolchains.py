@@ -123,10 +123,12 @@ def support_directory(adapter: Adapter) -> Path:
 
 
 def sources(directory: Path) -> Iterator[Path]:
-    """The adapter's own files, build products left out, in a stable order."""
-    for path in sorted(directory.rglob("*")):
-        if path.is_file() and not BUILD_OUTPUTS.intersection(path.relative_to(directory).parts):
-            yield path
+    """The adapter's own files, build products left out (never walked into), in a stable order."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(directory):
+        subfolders[:] = [name for name in subfolders if name not in BUILD_OUTPUTS]
+        found.extend(Path(folder, name) for name in files if name not in BUILD_OUTPUTS)
+    yield from sorted(path for path in found if path.is_file())
 
 
 def build_command(adapter: Adapter, env_dir: Path) -> tuple[list[str], dict[str, str]]:

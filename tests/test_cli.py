@@ -193,7 +193,7 @@ def test_progress_fits_the_terminal_and_plain_lines_name_the_whole_cell(checkout
     assert bars and max(len(line) for line in bars) <= 80, max(bars, key=len)
     assert any("12/12" in line for line in bars)
 
-    plain = scratch.harness("run", "--run-id", "plain", "--case", "ok", "--jobs", "2").stderr
+    plain = scratch.harness("run", "--run-id", "plain", "--case", "ok", "--jobs", "2", "--fresh").stderr
     for transport in ("stdio", "http-json", "http-sse"):
         for protocol in catalog.PROTOCOLS:
             line = rf"^\[\s*\d+/12\] raw-jsonrpc ok advertised {transport} {protocol} -> pass"

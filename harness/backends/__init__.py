@@ -42,6 +42,12 @@ class Backend(Protocol):
         """Raise PrepareError when the adapter cannot run yet (e.g. its image was never built)."""
         ...
 
+    def inputs(self, adapter: Adapter) -> str:
+        """What of the adapter's environment, and of how its cells start, can change an outcome, in
+        words (:mod:`harness.inputs` hashes it), without building anything: the local environment's
+        fingerprint and warm start, or the image's id."""
+        ...
+
     def run(self, cell: Cell, files: CellFiles) -> Finished:
         """Run ``cell`` into its directory within ``cell.budget_s``; kill and reap everything it started."""
         ...

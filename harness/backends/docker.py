@@ -124,6 +124,13 @@ class DockerBackend:
         _local_only(adapter)
         self._images[adapter.name] = images.find(self.client, self.layout, adapter)
 
+    def inputs(self, adapter: Adapter) -> str:
+        """The image's id (what it was built from, its base image included); none when it was never built."""
+        try:
+            return f"image {self._image(adapter).id}"
+        except PrepareError as exc:
+            return f"no image: {exc}"
+
     def _image(self, adapter: Adapter) -> images.Image:
         if adapter.name not in self._images:
             self.check(adapter)

@@ -98,6 +98,13 @@ class LocalBackend:
             built = built or made
         return built
 
+    def inputs(self, adapter: Adapter) -> str:
+        """The environment's fingerprint (lockfile, runtime or toolchain, the build recipe), the
+        isolation and the warm start's recipe (a snapshot's or class archive's)."""
+        warm = {"node": snapshots.recipe, "java": class_archive.recipe}.get(adapter.runtime)
+        start = warm() if warm is not None and self.isolation == "worker" else ""
+        return f"{environments.fingerprint(adapter)}; isolation {self.isolation}; {start}"
+
     def _command(self, adapter: Adapter, files: CellFiles) -> list[str]:
         """The cell's command line: from the adapter's snapshot or class archive where it starts warm,
         else its entry."""

@@ -1,6 +1,6 @@
 """Run the official MCP conformance suite's server scenarios against the reference server.
 
-    python servers/conformance/run.py --output servers/conformance/last-result.json
+    python servers/conformance/run.py --output servers/conformance/last-result.json [--fresh]
 
 Needs ``npm ci`` in this directory first (``nox -s conformance`` does it). For each revision the
 reference server speaks (2025-11-25, then 2026-07-28), starts
@@ -8,9 +8,11 @@ reference server speaks (2025-11-25, then 2026-07-28), starts
 127.0.0.1, runs each selected scenario with the pinned CLI
 (``conformance server --url URL --scenario NAME --spec-version REV``, one process per scenario so
 that one scenario cannot spoil the next), stops the server with SIGTERM, and writes one JSON
-document to ``--output``::
+document to ``--output``; when ``--output`` already holds the result of the same inputs (the
+reference server's sources, this script, the pinned suite, the selection: ``inputs_digest``), that
+result stands and nothing runs, unless ``--fresh``::
 
-    {"conformance": {"package": "@modelcontextprotocol/conformance", "version": "0.2.0-alpha.12"},
+    {"inputs": "<sha256>", "conformance": {"package": "@modelcontextprotocol/conformance", "version": "0.2.0-alpha.12"},
      "node": "v22...", "servers": {"2025-11-25": {...}, ...}, "passed": true,
      "counts": {"scenarios": 31, "passed": 31, "failed": 0,
                 "by_revision": {"2025-11-25": {"scenarios": 18, "passed": 18, "failed": 0}, ...}},
@@ -60,6 +62,7 @@ run at all. Standard library only; no network but loopback.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -344,6 +347,31 @@ def counts(results: list[dict[str, Any]]) -> dict[str, int]:
     return {"scenarios": len(results), "passed": len(results) - failed, "failed": failed}
 
 
+def inputs_digest(args: argparse.Namespace) -> str:
+    """What decides the result: the reference server's sources, this script, the pinned suite (its
+    lockfile, which pins the Node release it runs on too), the Python that runs the server, and the
+    selection. A result of the same inputs is reused (``--fresh``: never)."""
+    selection = (platform.python_version(), args.transport, args.revision, args.group, args.scenario)
+    digest = hashlib.sha256(repr(selection).encode())
+    files = [*sorted(p for p in SERVER.rglob("*.py") if "__pycache__" not in p.parts), Path(__file__).resolve()]
+    for path in [*files, HERE / "package.json", HERE / "package-lock.json"]:
+        digest.update(f"\0{path.relative_to(REPO)}\0".encode() + (path.read_bytes() if path.is_file() else b"<absent>"))
+    return digest.hexdigest()
+
+
+def reused(output: Path, inputs: str) -> dict[str, Any] | None:
+    """The result at ``output`` when it was made from ``inputs``, else None (and it is removed: a
+    result of other inputs is never reported)."""
+    try:
+        document = json.loads(output.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        document = None
+    if isinstance(document, dict) and document.get("inputs") == inputs and "counts" in document:
+        return document
+    output.unlink(missing_ok=True)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--output", required=True, help="write the machine-readable result here (JSON)")
@@ -356,9 +384,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--scenario", action="append", default=[], help="run only this scenario (repeatable)")
     parser.add_argument("--journal-dir", default=None, help="keep the servers' journals here (journal-REV.jsonl)")
+    parser.add_argument("--fresh", action="store_true", help="run even when --output holds a result of the same inputs")
     args = parser.parse_args(argv)
     output = Path(args.output).resolve()
     revisions = [revision for revision in REVISIONS if revision in (args.revision or REVISIONS)]
+    inputs = inputs_digest(args)
+    earlier = None if args.fresh or args.journal_dir else reused(output, inputs)
+    if earlier is not None:
+        print(f"conformance: the result of {earlier['date']} is reused (same server, suite and selection)", flush=True)
+        return 0 if earlier["passed"] else 1
+    output.unlink(missing_ok=True)
 
     try:
         version = conformance_version()
@@ -397,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = [f"{result['name']} ({result['revision']})" for result in results if not result["passed"]]
     by_revision = {revision: counts([r for r in results if r["revision"] == revision]) for revision in plan}
     document = {
+        "inputs": inputs,
         "conformance": {"package": PACKAGE, "version": version},
         "node": node_version,
         "python": platform.python_version(),
