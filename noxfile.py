@@ -205,7 +205,7 @@ def backend_parity(session: nox.Session) -> None:
         cases = [arg for case_id in case_ids for arg in ("--case", case_id)]
         for backend in ("local", "docker"):
             session.run(
-                "python", "-m", "harness", "run", "--backend", backend, *adapters, *cases,
+                "python", "-m", "harness", "run", "--fresh", "--backend", backend, *adapters, *cases,
                 "--protocol", protocol, "--run-id", f"parity-{stamp}-{part}-{backend}",
             )  # fmt: skip
         session.run(
@@ -244,7 +244,7 @@ def isolation_parity(session: nox.Session) -> None:
         for isolation in ("worker", "process"):
             run_id = f"isolation-{stamp}-{part}-{isolation}"
             session.run(
-                "python", "-m", "harness", "run", "--isolation", isolation, *selection, "--run-id", run_id,
+                "python", "-m", "harness", "run", "--fresh", "--isolation", isolation, *selection, "--run-id", run_id,
             )  # fmt: skip
         session.run(
             "python", "-m", "harness", "diff", "--require-same-cells",

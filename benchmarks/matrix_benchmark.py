@@ -336,7 +336,8 @@ def _harness_run(command: list[str]) -> HarnessRun:
 
 
 def _run_command(run_id: str, jobs: int, *selection: str) -> list[str]:
-    return [sys.executable, "-m", "harness", "run", "--run-id", run_id, "--jobs", str(jobs), *selection]
+    """A harness run that runs every cell (``--fresh``: what is timed is the cells, not their reuse)."""
+    return [sys.executable, "-m", "harness", "run", "--fresh", "--run-id", run_id, "--jobs", str(jobs), *selection]
 
 
 def isolation_selections(layout: Layout) -> dict[str, list[str]]:
