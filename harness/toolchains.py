@@ -33,8 +33,26 @@ BUILD_OUTPUTS = frozenset({"target", "build", "node_modules", "__pycache__", ".m
 """Directory entries of an adapter that are build products, never sources (left out of the fingerprint)."""
 
 JAVA_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
-"""How a Java adapter's JVM starts: a cell is a short run, so the cheapest collector and the
-client compiler only (neither changes what the program does, only how fast it starts)."""
+"""How a Java adapter's JVM starts on the host's ``java``: a cell is a short run, so the cheapest
+collector and the client compiler only (neither changes what the program does, only how fast it
+starts)."""
+PINNED_JAVA_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:CICompilerCount=1",
+    "-XX:-UsePerfData",
+    "-XX:Tier3InvocationThreshold=2000",
+    "-XX:Tier3MinInvocationThreshold=1000",
+    "-XX:Tier3CompileThreshold=20000",
+    "-XX:Tier3BackEdgeThreshold=600000",
+)
+"""How a Java adapter's JVM starts on its pinned JDK (``jdk`` in the manifest,
+:mod:`harness.jdk_releases`), with its ahead-of-time cache: as :data:`JAVA_OPTIONS`, with one
+compiler thread, no performance counters file, and methods compiled after ten times as many calls
+and loops as by default. A cell's control-case call runs a few thousand methods a handful of times
+each, and with the cache's classes already loaded and linked, compiling them cost more than it
+saved; a hot loop (a 10 MiB frame read) is still compiled within its first milliseconds
+(docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)
@@ -166,31 +184,21 @@ def run_command(
     adapter: Adapter,
     env_dir: Path,
     *,
+    java: Path | None = None,
     archive: Path | None = None,
     jvm_options: tuple[str, ...] = (),
 ) -> list[str]:
     """The start of a cell's command line (the cell file and the observation path follow). A Java
-    adapter's JVM maps the class-data ``archive`` (:mod:`harness.class_archive`), with
-    ``jvm_options`` last."""
+    adapter runs on the host's ``java`` with :data:`JAVA_OPTIONS` (``java`` None: it pins no JDK, or
+    in a container) or on its pinned JDK's ``java`` with :data:`PINNED_JAVA_OPTIONS`, mapping the
+    ahead-of-time cache ``archive`` (:mod:`harness.aot_cache`); ``jvm_options`` last."""
     built = artifact(adapter, env_dir)
-    if adapter.runtime == "java":
-        sharing = [f"-XX:SharedArchiveFile={archive}"] if archive else []
-        return ["java", *JAVA_OPTIONS, *sharing, *jvm_options, "-jar", str(built)]
-    return [str(built)]
-
-
-def archive_dump_command(adapter: Adapter, env_dir: Path, class_list: Path, archive: Path) -> list[str]:
-    """The JVM that writes a static class-data ``archive`` of the classes in ``class_list`` (and
-    exits), for cells started by :func:`run_command` on the same jar (:mod:`harness.class_archive`)."""
-    return [
-        "java",
-        *JAVA_OPTIONS,
-        "-Xshare:dump",
-        f"-XX:SharedClassListFile={class_list}",
-        f"-XX:SharedArchiveFile={archive}",
-        "-cp",
-        str(artifact(adapter, env_dir)),
-    ]
+    if adapter.runtime != "java":
+        return [str(built)]
+    if java is None:
+        return ["java", *JAVA_OPTIONS, *jvm_options, "-jar", str(built)]
+    cached = [f"-XX:AOTCache={archive}"] if archive else []
+    return [str(java), *PINNED_JAVA_OPTIONS, *cached, *jvm_options, "-jar", str(built)]
 
 
 def installed_version(adapter: Adapter, env_dir: Path) -> str | None:

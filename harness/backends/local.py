@@ -9,7 +9,8 @@ Isolation ``worker`` (the default) starts cells warm: a Python adapter's cells a
 of its warm worker (:mod:`harness.workers`) unless its manifest says ``fork_safe = false`` or its
 worker refused to start; a Node adapter's cells are fresh processes started from its startup
 snapshot (:mod:`harness.snapshots`) unless the snapshot was refused; a Java adapter's cells are
-fresh JVMs that map its class-data archive (:mod:`harness.class_archive`) unless that was refused.
+fresh JVMs on its pinned JDK that map its ahead-of-time cache (:mod:`harness.aot_cache`) unless that
+was refused.
 Everything else (a Go or Rust binary starts in milliseconds), and every cell under ``process``, is
 a fresh process started from the adapter's entry.
 """
@@ -24,7 +25,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from .. import class_archive, environments, loopback, process, snapshots, toolchains, workers
+from .. import aot_cache, environments, loopback, process, snapshots, toolchains, workers
 from ..cells import Cell
 from ..layout import CellFiles, Layout
 from ..manifest import Adapter
@@ -32,7 +33,7 @@ from ..process import Finished
 from . import PrepareError, warm_server
 from .reference import fresh_server
 
-WARM_STARTS = {"node": "snapshot", "java": "class archive"}
+WARM_STARTS = {"node": "snapshot", "java": "ahead-of-time cache"}
 """The runtimes whose cells each stay a fresh process but start warm, and from what."""
 
 
@@ -46,11 +47,11 @@ class LocalBackend:
         self.isolation = isolation
         self._workers = workers.WorkerPool()
         self._warm_starts: dict[str, workers.WarmStart] = {}
-        """Per Node or Java adapter (``WARM_STARTS``), its snapshot or class archive (once prepared)."""
+        """Per Node or Java adapter (``WARM_STARTS``), its snapshot or ahead-of-time caches (once prepared)."""
 
     def _why_cold(self, adapter: Adapter) -> str | None:
-        """Why the adapter's cells cannot start warm (forked from a worker, or from a snapshot or class
-        archive), or None when they can."""
+        """Why the adapter's cells cannot start warm (forked from a worker, or from a snapshot or an
+        ahead-of-time cache), or None when they can."""
         if self.isolation != "worker":
             return "--isolation process"
         what = WARM_STARTS.get(adapter.runtime)
@@ -76,16 +77,16 @@ class LocalBackend:
         return self._workers.get(adapter.name, command, cwd=adapter.directory, env=env, log=log)
 
     def isolation_of(self, adapter: Adapter) -> str:
-        """How the adapter's cells run: ``worker`` (Python), ``snapshot`` (Node), ``class-archive``
-        (Java), or ``process (why)``."""
+        """How the adapter's cells run: ``worker`` (Python), ``snapshot`` (Node), ``aot-cache`` (Java),
+        or ``process (why)``."""
         why = self._why_cold(adapter)
         if why is not None:
             return f"process ({why})"
-        return {"python": "worker", "node": "snapshot", "java": "class-archive"}[adapter.runtime]
+        return {"python": "worker", "node": "snapshot", "java": "aot-cache"}[adapter.runtime]
 
     def prepare(self, adapter: Adapter) -> bool:
         """The adapter's environment and, under ``worker`` isolation, a Node adapter's snapshot or a
-        Java adapter's class archive."""
+        Java adapter's ahead-of-time caches."""
         if adapter.kind == "host":
             try:
                 loopback.check()
@@ -93,28 +94,33 @@ class LocalBackend:
                 raise PrepareError(f"{adapter.name}: {exc}") from exc
         built = environments.prepare(self.layout, adapter)
         if adapter.runtime in WARM_STARTS and self.isolation == "worker":
-            ensure = snapshots.ensure if adapter.runtime == "node" else class_archive.ensure
+            ensure = snapshots.ensure if adapter.runtime == "node" else aot_cache.ensure
             self._warm_starts[adapter.name], made = ensure(self.layout, adapter)
             built = built or made
         return built
 
     def inputs(self, adapter: Adapter) -> str:
         """The environment's fingerprint (lockfile, runtime or toolchain, the build recipe), the
-        isolation and the warm start's recipe (a snapshot's or class archive's)."""
-        warm = {"node": snapshots.recipe, "java": class_archive.recipe}.get(adapter.runtime)
-        start = warm() if warm is not None and self.isolation == "worker" else ""
+        isolation and the warm start's recipe (a snapshot's or ahead-of-time cache's)."""
+        start = ""
+        if self.isolation == "worker" and adapter.runtime in WARM_STARTS:
+            start = snapshots.recipe() if adapter.runtime == "node" else aot_cache.recipe()
         return f"{environments.fingerprint(adapter)}; isolation {self.isolation}; {start}"
 
-    def _command(self, adapter: Adapter, files: CellFiles) -> list[str]:
-        """The cell's command line: from the adapter's snapshot or class archive where it starts warm,
-        else its entry."""
+    def _command(self, cell: Cell, files: CellFiles) -> list[str]:
+        """The cell's command line: from the adapter's snapshot or ahead-of-time cache (the one
+        of the cell's transport) where it starts warm, else its entry."""
+        adapter = cell.adapter
         warm = self._warm_starts.get(adapter.name) if self._why_cold(adapter) is None else None
         if warm is None or warm.file is None:
             return environments.command(self.layout, adapter, files.cell, files.raw_observation)
         if adapter.runtime == "node":
             start = snapshots.command(environments.node_for(self.layout, adapter), warm.file, adapter.entry_path)
         else:
-            start = toolchains.run_command(adapter, environments.env_dir(self.layout, adapter), archive=warm.file)
+            env_dir = environments.env_dir(self.layout, adapter)
+            java = environments.java_for(self.layout, adapter)
+            cache = aot_cache.cache_file(warm, cell.transport)
+            start = toolchains.run_command(adapter, env_dir, java=java, archive=cache)
         return [*start, str(files.cell), str(files.raw_observation)]
 
     def check(self, adapter: Adapter) -> None:
@@ -163,7 +169,7 @@ class LocalBackend:
             files.cell.write_text(
                 json.dumps(cell.to_file(self.layout.server, files.directory, url, python=sys.executable), indent=2)
             )
-            command = self._command(cell.adapter, files)
+            command = self._command(cell, files)
             worker = self._worker(cell.adapter)
             if worker is not None:
                 try:
