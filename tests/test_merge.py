@@ -25,7 +25,7 @@ def shards(tmp_path_factory):
     scratch = Checkout(tmp_path_factory.mktemp("merge") / "checkout", ["raw-jsonrpc"])
     scratch.harness("run", *SELECTION, "--run-id", "whole")
     for index in range(1, SHARDS + 1):
-        scratch.harness("run", *SELECTION, "--shard", f"{index}/{SHARDS}", "--run-id", f"s{index}")
+        scratch.harness("run", *SELECTION, "--shard", f"{index}/{SHARDS}", "--run-id", f"s{index}", "--fresh")
     return scratch
 
 
