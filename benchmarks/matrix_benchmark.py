@@ -510,25 +510,27 @@ def _edited(clone: Path, path: str, old: str, new: str | None = None) -> str:
     return original
 
 
-def _planned_only(clone: Path) -> str:
-    """Start ``nox -s matrix`` and stop it once it has said how many cells it will run: that line."""
-    child = subprocess.Popen(
-        [str(clone / ".venv" / "bin" / "nox"), "-s", "matrix"],
-        cwd=clone,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    said = ""
-    assert child.stdout is not None
-    for line in child.stdout:
-        if "cells to run" in line or "cells ran in" in line:
-            said = line.strip()
-            break
-    os.killpg(child.pid, 2)
-    child.communicate(timeout=120)
-    return said
+PLAN = """
+import json, sys
+from pathlib import Path
+from harness import backends, inputs, reuse, runs
+from harness.layout import Layout
+layout = Layout(Path.cwd())
+planned = runs.plan(layout, runs.Request(), "planned")
+backend = backends.create("local", layout)
+digests = inputs.Digests(layout, "local", backend.inputs)
+found = reuse.plan(layout.results, "planned", planned.cells, {c.key: digests.of(c) for c in planned.cells})
+counts = {"cells": len(planned.cells), "reused": len(found.taken), "to_run": len(found.to_run)}
+print(json.dumps({**counts, "why": found.why_run}))
+"""
+"""What ``run`` would reuse and run in the checkout at hand, planned by its own harness without running a cell."""
+
+
+def _planned(clone: Path) -> dict:
+    """What the default run would reuse and run in ``clone`` now (:data:`PLAN`)."""
+    python = str(clone / ".nox" / "matrix" / "bin" / "python")
+    done = subprocess.run([python, "-c", PLAN], cwd=clone, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
 
 
 def _shard_loads(clone: Path, cost_run: str, measured_run: str, count: int = 4) -> dict:
@@ -548,8 +550,11 @@ def _shard_loads(clone: Path, cost_run: str, measured_run: str, count: int = 4) 
     return result
 
 
-def reuse_part(stamp: str) -> dict:
-    """The reuse measurements (module docstring, 7) in a clean clone of this commit."""
+def reuse_part(stamp: str, within: Path | None = None) -> dict:
+    """The reuse measurements (module docstring, 7) in a clean clone of this commit; ``within``: in
+    that clone, where they have run up to the server edit, the rest."""
+    if within is not None:
+        return _reuse_rest(within, ROOT / ".artifacts" / "benchmark" / stamp, {"clone": str(within)})
     clone = Path(tempfile.mkdtemp(prefix=f"mcpcm-reuse-{stamp}-"))
     git = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
     commit = git.stdout.strip()
@@ -577,16 +582,35 @@ def reuse_part(stamp: str) -> dict:
             found[name]["cells"] = _ran(clone, _latest(clone))
         finally:
             (clone / edit[0]).write_text(original)
+    return _reuse_rest(clone, logs, found)
+
+
+def _runs_by_reuse(clone: Path) -> tuple[str, str]:
+    """The clone's first run (every cell ran) and its reuse-everything run (every cell reused)."""
+    finished = [run for run in reuse.sources(clone / "results", "") if run.read_meta().get("finished")]
+    counts = {run.run_id: _ran(clone, run.run_id) for run in finished}
+    first = min(run_id for run_id, c in counts.items() if c["reused"] == 0 and c["cells"])
+    second = min(run_id for run_id, c in counts.items() if c["ran"] == 0 and c["cells"])
+    return first, second
+
+
+def _reuse_rest(clone: Path, logs: Path, found: dict) -> dict:
+    """From the server edit on (module docstring, 7)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    first, second = _runs_by_reuse(clone)
+    found.update({"first_run": first, "second_run": second})
     original = _edited(clone, *SERVER_EDIT)
     try:
-        found["server_edit"] = {"planned": _planned_only(clone)}
+        found["server_edit"] = {"planned": _planned(clone)}
     finally:
         (clone / SERVER_EDIT[0]).write_text(original)
+    found["unedited"] = {"planned": _planned(clone)}
     found["fresh"] = _timed_shell(".venv/bin/nox -s matrix -- --fresh", clone, logs / "fresh.log")
     fresh = _latest(clone)
     found["fresh"]["cells"] = _ran(clone, fresh)
+    python = str(clone / ".nox" / "matrix" / "bin" / "python")
     diff = subprocess.run([python, "-m", "harness", "diff", second, fresh], cwd=clone, capture_output=True, text=True)
-    found["fresh"]["diff_with_second"] = diff.stdout.strip().splitlines()[0]
+    found["fresh"]["diff_with_second"] = diff.stdout.strip().splitlines()
     found["shards"] = _shard_loads(clone, first, fresh)
     return found
 
@@ -675,6 +699,13 @@ def main() -> int:
         help="also, in a clean clone: the README's command twice, one-line changes, a --fresh run, shards by cost",
     )
     parser.add_argument(
+        "--reuse-in",
+        type=Path,
+        default=None,
+        metavar="CLONE",
+        help="with --reuse: continue in this clone of an earlier --reuse from the server edit on",
+    )
+    parser.add_argument(
         "--from-run",
         default=None,
         metavar="RUN_ID",
@@ -705,7 +736,7 @@ def main() -> int:
     if args.naive:
         summary["naive"] = naive(layout, args, stamp)
     if args.reuse:
-        summary["reuse"] = reuse_part(stamp)
+        summary["reuse"] = reuse_part(stamp, args.reuse_in)
     if args.java:
         summary["jvm"] = jvm_part(args.java, args.jobs, stamp)
     if not args.skip_matrix:
