@@ -540,7 +540,7 @@ def _shard_loads(clone: Path, cost_run: str, measured_run: str, count: int = 4) 
     measured = {r["key"]: (r.get("process") or {}).get("wall_ms") or 0.0 for r in records}
     layout = Layout(clone)
     every = runs.plan(layout, runs.Request()).cells
-    source = reuse.read_index(store.RunStore(clone / "results" / cost_run))
+    source = reuse.read_index(reuse.source(clone / "results" / cost_run))
     result = {}
     for name, chosen in (("by_cost", source), ("by_count", None)):
         parts = [shards.split(every, index, count, chosen) for index in range(1, count + 1)]
@@ -587,7 +587,7 @@ def reuse_part(stamp: str, within: Path | None = None) -> dict:
 
 def _runs_by_reuse(clone: Path) -> tuple[str, str]:
     """The clone's first run (every cell ran) and its reuse-everything run (every cell reused)."""
-    finished = [run for run in reuse.sources(clone / "results", "") if run.read_meta().get("finished")]
+    finished = [earlier.run for earlier in reuse.sources(clone / "results", "") if earlier.finished]
     counts = {run.run_id: _ran(clone, run.run_id) for run in finished}
     first = min(run_id for run_id, c in counts.items() if c["reused"] == 0 and c["cells"])
     second = min(run_id for run_id, c in counts.items() if c["ran"] == 0 and c["cells"])

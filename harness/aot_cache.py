@@ -95,14 +95,14 @@ def ensure(layout: Layout, adapter: Adapter) -> tuple[WarmStart, bool]:
         state = json.loads((home / "state.json").read_text())
     except (OSError, ValueError):
         state = {}
-    caches = [home / f"{transport}.aot" for transport, _ in _training_cells(adapter)]
+    training = list(_training_cells(adapter))
+    caches = [home / f"{transport}.aot" for transport, _ in training]
     if state.get("key") == key and (state.get("refused") or all(cache.is_file() for cache in caches)):
         return WarmStart(None if state["refused"] else home, state["refused"]), False
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     refused = None if caches else "no cell of the control case to train on"
-    for transport, cell in _training_cells(adapter):
-        cache = home / f"{transport}.aot"
+    for (transport, cell), cache in zip(training, caches, strict=True):
         refused = _train_cell(layout, cell, CellFiles(home / f"training-{transport}"), cache, java)
         refused = refused or why_unmapped(layout, adapter, cache, java)
         if refused is not None:

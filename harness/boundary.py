@@ -431,7 +431,7 @@ def reusable(store: RunStore) -> dict[str, Earlier]:
     into it), then every earlier finished run's, newest first; a ``boundary.json`` that does not
     parse is passed over."""
     found: dict[str, Earlier] = {}
-    runs = [store, *(run for run in sources(store.directory.parent, store.run_id) if _finished(run))]
+    runs = [store, *(s.run for s in sources(store.directory.parent, store.run_id) if s.finished)]
     for run in runs:
         try:
             entries = load(run)
@@ -442,13 +442,6 @@ def reusable(store: RunStore) -> dict[str, Earlier]:
             if digest:
                 found.setdefault(digest, (run, entry))
     return found
-
-
-def _finished(run: RunStore) -> bool:
-    try:
-        return bool(json.loads(run.meta_path.read_text(encoding="utf-8")).get("finished"))
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def take(

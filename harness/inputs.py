@@ -159,6 +159,7 @@ class Digests:
         self.backend = backend
         self._environment = environment
         self._adapters: dict[str, dict[str, str]] = {}
+        self._harnesses: dict[tuple[str, ...], str] = {}
 
     @functools.cached_property
     def _shared(self) -> dict[str, str]:
@@ -176,8 +177,10 @@ class Digests:
             *KIND_MODULES.get(adapter.kind, ()),
             *BACKEND_MODULES.get(self.backend, ()),
         )
-        paths = [path for name in names for path in (_tree(HARNESS / name) or [HARNESS / name])]
-        return hash_of(self.backend.encode(), _files(HARNESS, paths).encode())
+        if names not in self._harnesses:  # adapters of one runtime and kind share it
+            paths = [path for name in names for path in (_tree(HARNESS / name) or [HARNESS / name])]
+            self._harnesses[names] = hash_of(self.backend.encode(), _files(HARNESS, paths).encode())
+        return self._harnesses[names]
 
     def _adapter_parts(self, adapter: Adapter) -> dict[str, str]:
         key = f"{adapter.name}\0{adapter.directory}"

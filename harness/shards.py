@@ -11,35 +11,31 @@ such run the split is by count, every N-th cell, as before costs were known.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from .cells import Cell, by_count
 from .errors import UsageError
-from .reuse import Damaged, Index, read_index, sources
-from .store import RunStore
+from .reuse import Damaged, Index, Source, read_index, source, sources
 
 COUNT = "count"
 """``settings.shard_costs`` of a split by count."""
 
 
-def _whole(run: RunStore) -> bool:
+def _whole(earlier: Source) -> bool:
     """Whether the run is a whole matrix rather than one shard of one (a merged run is whole)."""
-    try:
-        return list(json.loads(run.meta_path.read_text(encoding="utf-8"))["settings"]["shard"]) == [1, 1]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    settings = (earlier.meta or {}).get("settings")
+    return isinstance(settings, dict) and list(settings.get("shard") or ()) == [1, 1]
 
 
 def cost_source(results: Path, run_id: str) -> Index | None:
     """The newest finished whole run (not a shard: the shards of one matrix, run one after another,
     must split by the same times) other than ``run_id`` whose index has wall times, or None."""
-    for run in sources(results, run_id):
-        if not _whole(run):
+    for earlier in sources(results, run_id):
+        if not _whole(earlier):
             continue
         try:
-            index = read_index(run)
+            index = read_index(earlier)
         except Damaged:
             continue
         if index.wall_ms:
@@ -52,7 +48,7 @@ def named_source(results: Path, name: str) -> Index | None:
     if name == COUNT:
         return None
     try:
-        return read_index(RunStore(results / name))
+        return read_index(source(results / name))
     except Damaged as exc:
         raise UsageError(f"--shard split by the wall times of run {name!r}, which cannot be read now: {exc}") from exc
 
