@@ -43,6 +43,7 @@ kept in the run's ``boundary/`` directory as evidence; the summary goes to ``bou
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -413,8 +414,14 @@ def search_inputs(
     probe = digests.of(cell)
     assert probe is not None  # a probe is never live
     own = f"{kind}\0{MIN_BYTES}\0{max_bytes}\0{QUICK_BUDGET_SCALE}\0{PROBE_BUDGET_SCALE}\0{[v.id for v in same]}"
-    search = inputs.hash_of(Path(__file__).read_bytes(), own.encode())
+    search = inputs.hash_of(_own_source(), own.encode())
     return inputs.combine({**probe["parts"], "search": search})
+
+
+@functools.cache
+def _own_source() -> bytes:
+    """This module's source, part of every search's inputs (read once, however many searches)."""
+    return Path(__file__).read_bytes()
 
 
 def _probe_prefix(adapter: Adapter, variant: Variant, kind: str) -> str:
