@@ -40,9 +40,12 @@ cells on the docker backend against the local one), on request:
 8. **The JVM's share** (``--java COMMIT``): the Java and Kotlin SDK columns' stdio schema cells
    (every cell a fresh JVM), run here and in a clean clone of ``COMMIT`` (the JVM as it was there,
    its environments built first), one after the other, each run's CPU time less the harness's own,
-   per cell.
+   per cell; then every default cell of the two columns on each side, whose CPU time moves the
+   default matrix's floor from the one side to the other (with ``--reuse``, the floor before is the
+   ``--fresh`` run's CPU time less the columns' here plus theirs at ``COMMIT``, all in this run).
 
-Prints a JSON summary; ``docs/benchmarks.md`` quotes it.
+Prints a JSON summary, and writes it after every part to ``.artifacts/benchmark/<stamp>/summary.json``
+(a part cut short leaves the parts before it); ``docs/benchmarks.md`` quotes it.
 """
 
 from __future__ import annotations
@@ -634,8 +637,25 @@ def _jvm_cells(root: Path, run_id: str, adapter: str, jobs: int) -> dict:
     }
 
 
-def jvm_part(before: str, jobs: int, stamp: str) -> dict:
-    """The Java and Kotlin SDK columns' stdio schema cells at ``before`` and here (module docstring, 8)."""
+def _jvm_columns(root: Path, run_id: str, jobs: int) -> dict:
+    """Every default cell of the Java and Kotlin SDK columns in the checkout ``root``: their CPU time,
+    the harness's own left out."""
+    command = [str(root / ".nox" / "matrix" / "bin" / "python"), "-m", "harness", "--root", str(root)]
+    command += ["run", "--fresh", "--run-id", run_id, "--jobs", str(jobs)]
+    command += [arg for name in JVM_ADAPTERS for arg in ("--adapter", name)]
+    measured = _harness_run(command)
+    records = list(store.RunStore(root / "results" / run_id).records())
+    return {
+        "cells": len(records),
+        "seconds": measured.seconds,
+        "cpu_seconds": round(measured.cpu_s - measured.harness_cpu_s, 1),
+    }
+
+
+def jvm_part(before: str, jobs: int, stamp: str, summary: dict | None = None) -> dict:
+    """The Java and Kotlin SDK columns' stdio schema cells at ``before`` and here, then every default
+    cell of the two columns on each side (module docstring, 8); ``summary`` gets what is found as it
+    is found."""
     clone = Path(tempfile.mkdtemp(prefix=f"mcpcm-jvm-{stamp}-"))
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     subprocess.run(["git", "checkout", "-q", before], cwd=clone, check=True)
@@ -646,12 +666,44 @@ def jvm_part(before: str, jobs: int, stamp: str) -> dict:
             [*nox, "--", *adapters, "--case", "ok", "--run-id", f"jvm-{stamp}-warm-up"], cwd=root, check=True
         )
     found: dict = {"before": before, "clone": str(clone)}
+    if summary is not None:
+        summary["jvm"] = found
     for adapter in JVM_ADAPTERS:
         found[adapter] = {
             "before": _jvm_cells(clone, f"jvm-{stamp}-{adapter}-before", adapter, jobs),
             "after": _jvm_cells(ROOT, f"jvm-{stamp}-{adapter}-after", adapter, jobs),
         }
+        _save(summary, stamp)
+    found["columns"] = {"before": _jvm_columns(clone, f"jvm-{stamp}-columns-before", jobs)}
+    _save(summary, stamp)
+    found["columns"]["after"] = _jvm_columns(ROOT, f"jvm-{stamp}-columns-after", jobs)
     return found
+
+
+def _floor_before(summary: dict) -> dict | None:
+    """With ``--reuse`` and ``--java``: the default matrix's CPU time here (the ``--fresh`` run's)
+    and at the ``--java`` commit (less the JVM columns' CPU time here, plus theirs there), over the cores."""
+    fresh, columns = summary.get("reuse", {}).get("fresh"), summary.get("jvm", {}).get("columns", {})
+    if not fresh or "after" not in columns:
+        return None
+    after = fresh["cpu_seconds"]
+    before = after - columns["after"]["cpu_seconds"] + columns["before"]["cpu_seconds"]
+    cores = summary["machine"]["cpus"]
+    return {
+        "cpu_seconds": {"before": round(before, 1), "after": after},
+        "floor_seconds": {"before": round(before / cores, 1), "after": round(after / cores, 1)},
+    }
+
+
+def _save(summary: dict | None, stamp: str) -> None:
+    """The summary so far, to ``.artifacts/benchmark/<stamp>/summary.json`` (whole or not at all)."""
+    if summary is None:
+        return
+    target = ROOT / ".artifacts" / "benchmark" / stamp / "summary.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    partial.write_text(json.dumps(summary, indent=2))
+    partial.replace(target)
 
 
 def main() -> int:
@@ -725,22 +777,24 @@ def main() -> int:
             "python": platform.python_version(),
         },
     }
-    if not args.skip_baseline:
-        summary["baseline"] = baseline(layout, args, f"bench-baseline-{stamp}")
-    if args.environments:
-        summary["environments"] = environment_builds(cpu_count())  # prepare's own default
-    if args.backends:
-        summary["backends"] = backends(layout, args, stamp)
-    if args.isolation:
-        summary["isolation"] = isolation(layout, args, stamp)
-    if args.naive:
-        summary["naive"] = naive(layout, args, stamp)
-    if args.reuse:
-        summary["reuse"] = reuse_part(stamp, args.reuse_in)
-    if args.java:
-        summary["jvm"] = jvm_part(args.java, args.jobs, stamp)
-    if not args.skip_matrix:
-        summary["matrix"] = matrix(layout, args, f"bench-{stamp}")
+    parts = {
+        "baseline": (not args.skip_baseline, lambda: baseline(layout, args, f"bench-baseline-{stamp}")),
+        "environments": (args.environments, lambda: environment_builds(cpu_count())),  # prepare's own default
+        "backends": (args.backends, lambda: backends(layout, args, stamp)),
+        "isolation": (args.isolation, lambda: isolation(layout, args, stamp)),
+        "naive": (args.naive, lambda: naive(layout, args, stamp)),
+        "reuse": (args.reuse, lambda: reuse_part(stamp, args.reuse_in)),
+        "jvm": (bool(args.java), lambda: jvm_part(args.java, args.jobs, stamp, summary)),
+        "matrix": (not args.skip_matrix, lambda: matrix(layout, args, f"bench-{stamp}")),
+    }
+    for name, (wanted, measure) in parts.items():
+        if wanted:
+            summary[name] = measure()
+            _save(summary, stamp)
+    floor = _floor_before(summary)
+    if floor:
+        summary["floor_before_after"] = floor
+        _save(summary, stamp)
     print(json.dumps(summary, indent=2))
     return 0
 
