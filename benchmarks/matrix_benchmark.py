@@ -16,7 +16,7 @@ cells on the docker backend against the local one), on request:
    straggler scan, validation, elision, journal parsing); the ratio is the harness's own cost.
 4. **Isolation** (``--isolation``): the same cells run forked from warm workers (the default) and
    as one process per cell (``--isolation process``), back to back, each timed end to end with the
-   harness process's peak resident memory; the two runs compared cell by cell (``harness.diff``).
+   harness process's peak resident memory; the two runs compared cell by cell (``harness.publish.diff``).
    Two selections: the SDK columns' schema family (every transport) and the Python framework
    columns' schema family (their default variants).
 5. **Naive runner** (``--naive``): a sequential one-process-per-cell loop, the few lines anyone would
@@ -69,10 +69,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import cells, environments, manifest, process, report, reuse, runner, runs, shards, store  # noqa: E402
-from harness.backends.local import LocalBackend  # noqa: E402
 from harness.layout import CellFiles, Layout  # noqa: E402
-from harness.meta import cpu_count  # noqa: E402
+from harness.matrix import cells, manifest  # noqa: E402
+from harness.prepare import environments  # noqa: E402
+from harness.report import pages  # noqa: E402
+from harness.run import reuse, runner, runs, shards, store  # noqa: E402
+from harness.run.backends.local import LocalBackend  # noqa: E402
+from harness.run.meta import cpu_count  # noqa: E402
+from harness.system import process  # noqa: E402
 
 SAMPLE_CASES = ("ok", "type-swap", "text-10mib")
 
@@ -125,7 +129,7 @@ def matrix(layout: Layout, args: argparse.Namespace, run_id: str) -> dict:
             overhead.setdefault(record["adapter"], []).append(wall - own)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as out:
-        report.render(run, Path(out) / "reports")
+        pages.render(run, Path(out) / "reports")
     report_s = time.monotonic() - started
     processes = Counter("killed at budget" if (r.get("process") or {}).get("timed_out") else "exited" for r in records)
     return {
@@ -387,7 +391,7 @@ def adapter_seconds(layout: Layout, worker_run: str, process_run: str) -> dict[s
 
 def isolation(layout: Layout, args: argparse.Namespace, stamp: str) -> dict:
     """The same cells forked from warm workers and as one process per cell: times, memory, differences."""
-    from harness import diff
+    from harness.publish import diff
 
     measured: dict = {}
     for name, selection in isolation_selections(layout).items():
@@ -465,7 +469,7 @@ README_INSTALL = "python3 -m venv .venv && .venv/bin/pip install -q nox==2026.10
 """The README's first command, up to ``nox`` itself."""
 ADAPTER_EDIT = ("clients/python-mcp/adapter.py", "\n# one line more (the reuse benchmark)\n")
 CASE_EDIT = (
-    "harness/catalog.py",
+    "harness/matrix/catalog.py",
     '"The correct answer, after a 2 s delay."',
     '"The correct answer, after a 2 s delay (edited)."',
 )

@@ -1,7 +1,7 @@
 """Command line: ``python -m harness`` (or ``mcp-client-matrix``) with the commands
 prepare, run, probe, report, publish, diff, merge, baseline, list, catalog, record and base-image.
 
-This module only parses flags and dispatches; runs are orchestrated by :mod:`harness.runs`.
+This module only parses flags and dispatches; runs are orchestrated by :mod:`harness.run.runs`.
 Bad input is one line on stderr (``error: ...``) and exit code 2, with nothing written.
 
 Exit codes: 0 done; 1 ``diff`` found differing cells, or ``baseline check`` cells that do not
@@ -21,32 +21,19 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, cast
 
-from . import (
-    __version__,
-    backends,
-    baselines,
-    boundary,
-    case_files,
-    catalog,
-    catalog_doc,
-    cells,
-    diff,
-    images,
-    live,
-    manifest,
-    merge,
-    meta,
-    publish,
-    record,
-    report,
-    runs,
-    store,
-    versions,
-    workers,
-)
-from .errors import UsageError
-from .layout import Layout
-from .observation import ObservationError
+from harness.run.observation import ObservationError
+
+from . import __version__
+from .errors import PrepareError, UsageError
+from .layout import Layout, harness_commit
+from .matrix import catalog, catalog_doc, cells, manifest, versions
+from .prepare import images
+from .probe import boundary, command
+from .publish import baselines, diff, merge, site
+from .recorded import case_files, live, record
+from .report import pages
+from .run import backends, meta, runs, store
+from .system import workers
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_DIFFERS, EXIT_USAGE, EXIT_BROKEN_COLUMNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -99,7 +86,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the harness version and commit, then exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(f"mcp-client-matrix {__version__} ({meta.harness_commit(ROOT)})")
+        print(f"mcp-client-matrix {__version__} ({harness_commit(ROOT)})")
         parser.exit()
 
 
@@ -432,7 +419,7 @@ def cmd_run(layout: Layout, args: argparse.Namespace) -> int:
 
 
 def cmd_probe(layout: Layout, args: argparse.Namespace) -> int:
-    outcome = runs.probe(
+    outcome = command.probe(
         layout,
         args.run,
         args.adapter,
@@ -457,7 +444,7 @@ def cmd_report(layout: Layout, args: argparse.Namespace) -> int:
     out = args.out or layout.reports
     conformance = _conformance(layout)
     try:
-        count = report.render(run, out, conformance)
+        count = pages.render(run, out, conformance)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
     print(f"report: {out / 'index.html'} ({count} cells from run {run.run_id})", file=sys.stderr)
@@ -509,7 +496,7 @@ def cmd_publish(layout: Layout, args: argparse.Namespace) -> int:
     out = args.out or layout.root / "site"
     conformance = _conformance(layout)
     try:
-        published = publish.publish(layout.results, out, args.keep, conformance)
+        published = site.publish(layout.results, out, args.keep, conformance)
     except OSError as exc:
         raise UsageError(f"cannot write the site to {out}: {exc.strerror or exc}") from exc
     print(f"site: {out / 'index.html'} ({len(published)} runs, latest {published[-1].run_id})", file=sys.stderr)
@@ -550,7 +537,7 @@ COMMANDS: dict[str, Callable[[Layout, argparse.Namespace], int]] = {
     "record": cmd_record,
 }
 
-USER_ERRORS = (UsageError, manifest.ManifestError, backends.PrepareError, ObservationError, OSError)
+USER_ERRORS = (UsageError, manifest.ManifestError, PrepareError, ObservationError, OSError)
 """Errors that are the user's input or environment, not a bug: one line, exit 2."""
 
 

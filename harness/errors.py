@@ -1,8 +1,9 @@
 """Errors the command line reports as one line (``error: ...``) and exit code 2, never a traceback.
 
 Each names the file, field or value at fault. Modules raise the error of their own concern
-(:class:`harness.manifest.ManifestError`, :class:`harness.backends.PrepareError`, ...); the ones
-here are for bad input that belongs to no single module.
+(:class:`harness.matrix.manifest.ManifestError`, ...); the ones here are for bad input that belongs to
+no single module, and :class:`PrepareError`, which every stage that builds or starts an adapter's
+environment raises.
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from pathlib import Path
 
 class UsageError(ValueError):
     """A flag, name or value the user gave is wrong (an unknown case, an empty selection, a bad run id)."""
+
+
+class PrepareError(RuntimeError):
+    """An adapter's environment or image could not be built or found; the message names the adapter
+    and the command (or what to run)."""
 
 
 class NoSuchRun(UsageError):

@@ -7,6 +7,7 @@ runner and report has one home.
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,3 +120,16 @@ class CellFiles:
     @property
     def live(self) -> Path:
         return self.directory / LIVE_FILE
+
+
+def harness_commit(root: Path) -> str:
+    """The checkout's commit, with ``-dirty`` when the work tree has changes; ``unknown`` outside git."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return "unknown"
+    return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")

@@ -1,6 +1,6 @@
 """The typed records that cross module boundaries: the observation, the cell record, the run metadata.
 
-One home for their shapes, shared by the observation validator (:mod:`harness.observation`),
+One home for their shapes, shared by the observation validator (:mod:`harness.run.observation`),
 the runner, the store, the classifier, the report and the tests; ``docs/adapters.md`` documents
 the same fields for adapter authors. The shapes are JSON: they are stored as JSON lines and read
 back as plain dicts, so they are :class:`~typing.TypedDict` (a misspelt key is a type error under
@@ -137,7 +137,7 @@ class ProcessFacts(TypedDict):
 
 
 class CellInputs(TypedDict):
-    """What decided a cell's outcome, hashed (:mod:`harness.inputs`): the digest of the named parts."""
+    """What decided a cell's outcome, hashed (:mod:`harness.run.inputs`): the digest of the named parts."""
 
     digest: str
     parts: dict[str, str]
@@ -168,7 +168,7 @@ class CellRecord(TypedDict):
     inputs: NotRequired[CellInputs | None]
     """The cell's inputs (absent in runs before reuse; None for a live cell, never reused)."""
     reused_from: NotRequired[str]
-    """A reused cell: the run it ran in, whose record and evidence this one is (:mod:`harness.reuse`)."""
+    """A reused cell: the run it ran in, whose record and evidence this one is (:mod:`harness.run.reuse`)."""
 
 
 class VariantMeta(TypedDict):
@@ -224,7 +224,7 @@ class RunSettings(TypedDict):
     """``--fresh``: every cell ran, none was reused from an earlier run."""
     shard_costs: NotRequired[str | None]
     """How ``--shard`` split the cells: ``count``, or by the wall times of the cells of earlier runs
-    (the newest run that had them; ``harness/shards.py``)."""
+    (the newest run that had them; ``harness/run/shards.py``)."""
 
 
 class ReuseMeta(TypedDict):
@@ -251,7 +251,7 @@ class RunMeta(TypedDict, total=False):
     node: str | None
     toolchains: dict[str, str]
     """The compiled adapters' build tools found on the host and their versions (``go``, ``rustc``,
-    ``cargo``, ``java``, ``mvn``; :mod:`harness.toolchains`)."""
+    ``cargo``, ``java``, ``mvn``; :mod:`harness.prepare.toolchains`)."""
     settings: RunSettings
     reference_server: str
     """How HTTP cells' reference servers started: ``worker`` (forked from a warm worker, the
@@ -260,5 +260,5 @@ class RunMeta(TypedDict, total=False):
     prepare_failures: dict[str, str]
     merged_from: list[str]
     reuse: ReuseMeta
-    """Which earlier runs were not reused from, and why (:mod:`harness.reuse`)."""
-    """A merged run (``harness/merge.py``): the shard runs it was made of, in shard order."""
+    """Which earlier runs were not reused from, and why (:mod:`harness.run.reuse`)."""
+    """A merged run (``harness/publish/merge.py``): the shard runs it was made of, in shard order."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import manifest
+from harness.matrix import manifest
 
 from .conftest import REPO
 from .test_e2e import pinned_version

@@ -1,5 +1,5 @@
 """Java adapters run on their pinned JDK with an ahead-of-time cache per transport
-(``harness/aot_cache.py``): trained once at prepare on the control case, each cell a fresh JVM that
+(``harness/prepare/aot_cache.py``): trained once at prepare on the control case, each cell a fresh JVM that
 maps its transport's cache (checked at prepare: a damaged cache is refused with the JVM's words);
 the same cells as one JVM per cell without it."""
 
@@ -10,8 +10,9 @@ import shutil
 
 import pytest
 
-from harness import aot_cache, environments, manifest
 from harness.layout import Layout
+from harness.matrix import manifest
+from harness.prepare import aot_cache, environments
 from harness.records import RunMeta
 
 from .conftest import REPO

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from harness import boundary
-from harness.boundary import MIN_BYTES, Bisection, Verdict, candidates, likely_limits, search
+from harness.probe import boundary
+from harness.probe.boundary import MIN_BYTES, Bisection, Verdict, candidates, likely_limits, search
 
 LOW, HIGH = MIN_BYTES, 64 * 1024 * 1024
 MEASURED = (10_485_760, 1_048_576, 33_554_432)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from harness import catalog_doc
+from harness.matrix import catalog_doc
 
 from .conftest import REPO
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness.classify import cells_frame, is_client_timeout
+from harness.classify.outcomes import cells_frame, is_client_timeout
 
 SENT_OK = {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"a": 1}}
 FOLLOWUP_OK = {

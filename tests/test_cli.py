@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import catalog, cli, meta
+from harness import cli
+from harness.matrix import catalog
+from harness.run import meta
 
 from .conftest import REPO
 

@@ -16,8 +16,8 @@ import subprocess
 
 import pytest
 
-from harness.backends.docker import DockerBackend
 from harness.layout import Layout
+from harness.run.backends.docker import DockerBackend
 from tests.conftest import FIXTURE_CLIENTS
 
 REQUIRE_DOCKER = os.environ.get("MCPCM_REQUIRE_DOCKER") == "1"

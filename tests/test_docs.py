@@ -4,7 +4,7 @@ import re
 
 import yaml
 
-from harness import catalog_doc
+from harness.matrix import catalog_doc
 
 from .conftest import REPO
 

@@ -15,9 +15,9 @@ from xml.etree import ElementTree
 
 import pytest
 
-from harness import catalog, manifest
-from harness.cells import TOOL_CALL
-from harness.classify import OUTCOMES
+from harness.classify.outcomes import OUTCOMES
+from harness.matrix import catalog, manifest
+from harness.matrix.cells import TOOL_CALL
 
 from .conftest import REPO
 

@@ -6,9 +6,10 @@ import threading
 import time
 from pathlib import Path
 
-from harness import environments, runs
 from harness.layout import Layout
-from harness.manifest import Adapter, Variant
+from harness.matrix.manifest import Adapter, Variant
+from harness.prepare import environments
+from harness.run import runs
 
 PIN = "six==1.17.0"
 """A small pure-Python package the strands adapter also pins."""

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from harness import cells, loopback, manifest
+from harness.matrix import cells, manifest
+from harness.system import loopback
 
 from .conftest import REPO
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import manifest
+from harness.matrix import manifest
 
 from .conftest import REPO
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from harness import model_view, observation
+from harness.classify import model_input
+from harness.run import observation
 
 ACCOUNT = {"account_id": "ACC-4471", "balance_minor": 4071877, "currency": "USD", "as_of": "2026-01-15T09:30:00Z"}
 OTHER = {"account_id": "ACC-5518", "balance_minor": 129900, "currency": "EUR", "as_of": "2026-01-15T09:30:00Z"}
@@ -49,40 +50,40 @@ ISERROR = {"content": [{"type": "text", "text": ERROR_TEXT}], "isError": True}
     ],
 )
 def test_channel_of_diverge(value, expected):
-    assert model_view.channel(value, DIVERGE) == expected
+    assert model_input.channel(value, DIVERGE) == expected
 
 
 def test_text_equal_to_the_json_of_the_structured_content_counts_as_text():
     same = {"content": [{"type": "text", "text": json.dumps(ACCOUNT)}], "structuredContent": ACCOUNT}
-    assert model_view.channel(json.dumps(ACCOUNT), same) == "text"
-    assert model_view.channel(ACCOUNT, same) == "structured"
+    assert model_input.channel(json.dumps(ACCOUNT), same) == "text"
+    assert model_input.channel(ACCOUNT, same) == "structured"
 
 
 def test_a_parsed_json_text_block_counts_as_text():
     no_structured = {"content": [{"type": "text", "text": json.dumps(ACCOUNT)}]}
-    assert model_view.channel(ACCOUNT, no_structured) == "text"
-    assert model_view.channel(OTHER, DIVERGE) == "text"
+    assert model_input.channel(ACCOUNT, no_structured) == "text"
+    assert model_input.channel(OTHER, DIVERGE) == "text"
 
 
 def test_a_dump_with_an_empty_text_and_is_error_false_is_not_an_error_text():
     empty = {"content": [{"type": "text", "text": ""}]}
     dump = "meta=None content=[TextContent(type='text', text='', annotations=None, meta=None)] is_error=False"
-    assert model_view.channel(dump, empty) == "other"
+    assert model_input.channel(dump, empty) == "other"
 
 
 def test_a_python_repr_of_a_parsed_json_text_counts_as_text():
     no_structured = {"content": [{"type": "text", "text": json.dumps(ACCOUNT)}]}
-    assert model_view.channel([{"type": "text", "text": f"Observation:\n{ACCOUNT!r}"}], no_structured) == "text"
+    assert model_input.channel([{"type": "text", "text": f"Observation:\n{ACCOUNT!r}"}], no_structured) == "text"
 
 
 def test_error_seen_by_marker_or_by_the_flag_in_the_value():
     plain = {"value": [{"type": "text", "text": ERROR_TEXT}], "error_flag": None}
-    assert model_view.channel(plain["value"], ISERROR) == "text"
-    assert model_view.error_seen(plain) is False
-    assert model_view.error_seen({**plain, "error_flag": True}) is True
-    assert model_view.error_seen({"value": "content=[...] is_error=True", "error_flag": None}) is True
-    assert model_view.error_seen({"value": {"content": [], "isError": True}, "error_flag": False}) is True
-    assert model_view.error_seen({"value": {"content": [], "isError": False}, "error_flag": False}) is False
+    assert model_input.channel(plain["value"], ISERROR) == "text"
+    assert model_input.error_seen(plain) is False
+    assert model_input.error_seen({**plain, "error_flag": True}) is True
+    assert model_input.error_seen({"value": "content=[...] is_error=True", "error_flag": None}) is True
+    assert model_input.error_seen({"value": {"content": [], "isError": True}, "error_flag": False}) is True
+    assert model_input.error_seen({"value": {"content": [], "isError": False}, "error_flag": False}) is False
 
 
 ELIDED_TEXT = {"$elided": "string", "length": 9437184, "utf8_bytes": 9437184, "sha256": "0" * 64, "head": "ACC-4471"}
@@ -110,15 +111,15 @@ def _reach(head: int, tail: int, kept: int, words: str = "") -> dict:
     ],
 )
 def test_kept_says_how_much_of_a_long_payload_the_model_read(reach, expected):
-    assert model_view.kept(reach) == expected
+    assert model_input.kept(reach) == expected
 
 
 def test_a_text_payload_the_model_read_part_of_is_the_text_channel():
     cut = {"output": {**ELIDED_TEXT, "length": 40340, "sha256": "1" * 64, "head": "Output too large."}}
-    assert model_view.channel(cut, BIG, _reach(8000, 32000, 40000)) == "text"
+    assert model_input.channel(cut, BIG, _reach(8000, 32000, 40000)) == "text"
     note = "Error: result exceeds maximum allowed tokens. Output has been saved to /tmp/x.txt"
-    assert model_view.channel(note, BIG, _reach(0, 0, 0, note)) == "error-text"
-    assert model_view.channel("The output was truncated. Full output saved to /tmp/x", BIG, _reach(0, 0, 0)) == "other"
+    assert model_input.channel(note, BIG, _reach(0, 0, 0, note)) == "error-text"
+    assert model_input.channel("The output was truncated. Full output saved to /tmp/x", BIG, _reach(0, 0, 0)) == "other"
 
 
 RESOURCE_TEXT = json.dumps(ACCOUNT)
@@ -131,27 +132,27 @@ RESOURCE_LINK = {
 
 
 def test_blocks_names_which_content_blocks_reached_the_model():
-    assert model_view.blocks(RESOURCE_TEXT, RESOURCE_LINK) == "text: yes; resource_link: no"
+    assert model_input.blocks(RESOURCE_TEXT, RESOURCE_LINK) == "text: yes; resource_link: no"
     linked = f"{RESOURCE_TEXT}\n[Resource link: ledger://accounts/ACC-4471]"
-    assert model_view.blocks(linked, RESOURCE_LINK) == "text: yes; resource_link: yes"
+    assert model_input.blocks(linked, RESOURCE_LINK) == "text: yes; resource_link: yes"
     embedded = {"content": [{"type": "resource", "resource": {"uri": "ledger://a", "text": RESOURCE_TEXT}}]}
     serialized = json.dumps([{"type": "input_text", "text": json.dumps(embedded["content"][0])}])
-    assert model_view.blocks(serialized, embedded) == "resource: yes"
-    assert model_view.channel(serialized, embedded) == "text"
-    assert model_view.blocks(RESOURCE_TEXT, {"content": [{"type": "text", "text": RESOURCE_TEXT}]}) is None
+    assert model_input.blocks(serialized, embedded) == "resource: yes"
+    assert model_input.channel(serialized, embedded) == "text"
+    assert model_input.blocks(RESOURCE_TEXT, {"content": [{"type": "text", "text": RESOURCE_TEXT}]}) is None
     image = {"content": [{"type": "image", "data": ELIDED_TEXT, "mimeType": "image/png"}]}
     image_reach = {
         "payloads": [{"block": 0, "type": "image", "chars": 9, "head": 9, "tail": 9, "kept": 9}],
         "words": "",
     }
-    assert model_view.blocks("[image]", image, image_reach) == "image: yes"
-    assert model_view.blocks("[image]", image) == "image: ?"
+    assert model_input.blocks("[image]", image, image_reach) == "image: yes"
+    assert model_input.blocks("[image]", image) == "image: ?"
 
 
 def test_a_block_without_a_type_still_has_its_text():
     untyped = {"content": [{"text": RESOURCE_TEXT}]}
-    assert model_view.sent_texts(untyped) == [RESOURCE_TEXT]
-    assert model_view.blocks(RESOURCE_TEXT, untyped) == "(no type): yes"
+    assert model_input.sent_texts(untyped) == [RESOURCE_TEXT]
+    assert model_input.blocks(RESOURCE_TEXT, untyped) == "(no type): yes"
 
 
 def _observation(model_view: dict) -> dict:

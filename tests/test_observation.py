@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import observation
+from harness.run import observation
 
 
 def _observation(text: str) -> dict:

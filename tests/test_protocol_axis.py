@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import catalog, cells, manifest
-from harness.classify import cells_frame, wire_protocol
+from harness.classify.outcomes import cells_frame, wire_protocol
+from harness.matrix import catalog, cells, manifest
 
 from .conftest import REPO
 from .test_classify import record

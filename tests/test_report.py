@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from harness import report, report_view
-from harness.store import RunStore
+from harness.report import formatting, pages
+from harness.run.store import RunStore
 
 REQUIRED_COLUMNS = {
     "client",
@@ -67,12 +67,12 @@ def test_report_escapes_client_text_and_links_relatively(checkout):
     index = (reports / "index.html").read_text()
     assert "<script>alert(" not in index
     assert "&lt;script&gt;alert(&#39;observation&#39;)" in index
-    pages = list((reports / "cells").glob("*.html"))
-    assert len(pages) == 2 * 3
-    for page in pages:
+    written = list((reports / "cells").glob("*.html"))
+    assert len(written) == 2 * 3
+    for page in written:
         text = page.read_text()
         assert "<script>alert(" not in text
-    garbage_page = next(p for p in pages if p.name.startswith("garbage--default--ok--advertised"))
+    garbage_page = next(p for p in written if p.name.startswith("garbage--default--ok--advertised"))
     assert "&lt;script&gt;alert(&#39;stdout&#39;)" in garbage_page.read_text()
     for href in re.findall(r'(?:href|src)="([^"]+)"', index):
         assert not href.startswith(("/", "http:", "https:", "file:")), href
@@ -97,13 +97,13 @@ def test_control_characters_from_a_client_are_shown_as_markers(checkout):
     scratch = checkout("garbage")
     scratch.harness("run", "--run-id", "ctl", "--case", "ok", "--transport", "stdio", "--protocol", "2025-11-25")
     scratch.harness("report", "--run", "ctl")
-    pages = list((scratch.root / "reports").rglob("*.html"))
-    assert len(pages) == 1 + 1 + 2, "index, model view, one evidence page per schema mode"
-    for page in pages:
+    written = list((scratch.root / "reports").rglob("*.html"))
+    assert len(written) == 1 + 1 + 2, "index, model view, one evidence page per schema mode"
+    for page in written:
         text = page.read_text(encoding="utf-8")
         assert not RAW_CONTROL.search(text), (page.name, RAW_CONTROL.search(text))
         assert "<script>alert(" not in text
-    evidence = next(p for p in pages if p.name.startswith("garbage--default--ok--advertised"))
+    evidence = next(p for p in written if p.name.startswith("garbage--default--ok--advertised"))
     assert "\\u0000\u00ff garbage &lt;script&gt;alert(&#39;stdout&#39;)&lt;/script&gt;" in evidence.read_text()
 
 
@@ -239,9 +239,9 @@ def _no_nan(constant: str) -> None:
 
 def test_missing_values_are_explicit_never_nan(tmp_path):
     out = tmp_path / "reports"
-    assert report.render(_framework_run(tmp_path), out) == 4
-    pages = list(out.rglob("*.html"))
-    for page in pages:
+    assert pages.render(_framework_run(tmp_path), out) == 4
+    written = list(out.rglob("*.html"))
+    for page in written:
         assert not re.search(r"\bnan\b", page.read_text(encoding="utf-8"), re.IGNORECASE), page.name
     model = (out / "model-view.html").read_text(encoding="utf-8")
     assert "—&nbsp;rejected</span>" in model
@@ -295,7 +295,7 @@ def test_missing_values_are_explicit_never_nan(tmp_path):
     ],
 )
 def test_boundary_cells(result, text, note, probes):
-    cell = report_view.boundary_cell(result)
+    cell = formatting.boundary_cell(result)
     assert (cell["text"], cell["note"], cell["probes"]) == (text, note, probes)
 
 
@@ -316,10 +316,10 @@ def test_a_host_cells_model_journal_is_summarized_for_its_page(tmp_path):
     }
     lines = [{"t": 0.1, "event": "connection", "peer": "127.0.0.1:5000"}, turn]
     journal.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n")
-    connection, shown, unparsed = report_view.model_journal(journal)
+    connection, shown, unparsed = formatting.model_journal(journal)
     assert connection == {"t": 0.1, "event": "connection", "detail": {"peer": "127.0.0.1:5000"}}
     assert "body" not in shown["detail"] and shown["detail"]["model"] == turn["action"]
     [result] = shown["detail"]["results"]
     assert result["content"].endswith("… (3,000 characters)") and len(result["content"]) < 2100
     assert unparsed["event"] == "unparsed"
-    assert report_view.model_journal(tmp_path / "absent.jsonl") == []
+    assert formatting.model_journal(tmp_path / "absent.jsonl") == []

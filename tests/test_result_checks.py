@@ -1,4 +1,4 @@
-"""The client-free checks of a recorded result (``harness/result_checks.py``)."""
+"""The client-free checks of a recorded result (``harness/classify/result_checks.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import case_files, result_checks
+from harness.classify import result_checks
+from harness.recorded import case_files
 
 SCHEMA = {
     "type": "object",

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from harness import catalog
-from harness.process import kill_by_marker
+from harness.matrix import catalog
+from harness.system.process import kill_by_marker
 
 from .conftest import REPO
 

@@ -1,7 +1,7 @@
 """Reuse: a cell runs again only when an input that decides its outcome changed, and says so.
 
 Real runs of the ``raw-jsonrpc`` column against the reference server; the inputs themselves are
-checked in-process (``harness.inputs``) against a scratch copy of what changes.
+checked in-process (``harness.run.inputs``) against a scratch copy of what changes.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import cells, inputs, manifest, reuse, shards
 from harness.layout import Layout
-from harness.live import LiveServer
-from harness.process import kill_by_marker
+from harness.matrix import cells, manifest
+from harness.matrix.cells import TOOL_CALL, Live, LiveServer
+from harness.run import inputs, reuse, shards
+from harness.system.process import kill_by_marker
 
 from .conftest import REPO, Checkout
 
@@ -132,9 +133,16 @@ def test_the_digest_follows_the_case_the_server_and_the_coordinates(tmp_path):
     assert moved == {c.key for c in every if c.adapter.name == "ts-sdk"}
 
 
+def test_every_harness_file_the_inputs_name_exists():
+    """A file the harness part names but that is not there would hash as absent, and its changes go unseen."""
+    named = [*inputs.RUN_MODULES, *inputs.KIND_MODULES["host"]]
+    named += [name for names in (*inputs.RUNTIME_MODULES.values(), *inputs.BACKEND_MODULES.values()) for name in names]
+    assert [name for name in named if not (inputs.HARNESS / name).exists()] == []
+
+
 def test_a_live_cell_has_no_inputs_and_is_never_reused():
     cell = _cell_list()[0]
-    live = dataclasses.replace(cell, case=dataclasses.replace(cell.case, live=LiveServer(command=("server",))))
+    live = dataclasses.replace(cell, source=Live(LiveServer(command=("server",)), TOOL_CALL))
     assert _digests(Layout(REPO)).of(live) is None
 
 

@@ -13,10 +13,12 @@ import threading
 import time
 from pathlib import Path
 
-from harness import cells, cpu_slots, manifest, process, runner
 from harness.layout import CellFiles, Layout
-from harness.process import Finished
-from harness.store import RunStore
+from harness.matrix import cells, manifest
+from harness.run import cpu_slots, runner
+from harness.run.store import RunStore
+from harness.system import process
+from harness.system.process import Finished
 
 from .conftest import REPO
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness import catalog
+from harness.matrix import catalog
 from servers.reference.elide import elide
 
 from .conftest import REPO

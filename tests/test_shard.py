@@ -1,4 +1,4 @@
-"""Shards (``run --shard I/N``, harness/cells.py) split a selection into disjoint parts whose union is the whole."""
+"""Shards (``run --shard I/N``, harness/matrix/cells.py) split a selection into disjoint parts, whose union is all."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from harness import cells, manifest
+from harness.matrix import cells, manifest
 
 from .conftest import REPO
 

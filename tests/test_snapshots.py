@@ -1,4 +1,4 @@
-"""Startup snapshots (harness/snapshots.py): a node adapter's cell starts from the heap its imports
+"""Startup snapshots (harness/prepare/snapshots.py): a node adapter's cell starts from the heap its imports
 left, as a fresh process with its own argv, environment and clock; a snapshot is rebuilt when a
 bundled file changes and refused, with the reason, where it would not be faithful."""
 
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import manifest, node_releases, snapshots
 from harness.layout import Layout
-from harness.workers import WarmStart
+from harness.matrix import manifest
+from harness.prepare import node_releases, snapshots
+from harness.system.workers import WarmStart
 
 from .conftest import REPO
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.store import RunStore
+from harness.run.store import RunStore
 
 
 def _line(record: dict) -> bytes:

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, manifest, toolchains
-from harness.backends import PrepareError
+from harness import cli
+from harness.errors import PrepareError
+from harness.matrix import manifest
+from harness.prepare import toolchains
 
 from .conftest import FIXTURE_CLIENTS, REPO
 

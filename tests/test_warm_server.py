@@ -1,4 +1,4 @@
-"""HTTP cells' reference server forked from a warm worker (harness/backends/warm_server.py): the
+"""HTTP cells' reference server forked from a warm worker (harness/run/backends/warm_server.py): the
 server a fresh process would be, stopped and reaped the same way, and a fresh process again where
 the worker is not there."""
 
@@ -10,11 +10,12 @@ import time
 
 import pytest
 
-from harness import cells, manifest, workers
-from harness.backends import warm_server
-from harness.backends.local import LocalBackend
 from harness.layout import CellFiles, Layout
-from harness.process import ServiceError
+from harness.matrix import cells, manifest
+from harness.run.backends import warm_server
+from harness.run.backends.local import LocalBackend
+from harness.system import workers
+from harness.system.process import ServiceError
 
 from .conftest import REPO, Checkout
 

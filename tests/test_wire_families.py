@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.cells import TOOL_CALL
-from harness.classify import OUTCOMES
+from harness.classify.outcomes import OUTCOMES
+from harness.matrix.cells import TOOL_CALL
 
 from .conftest import Checkout
 

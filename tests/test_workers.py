@@ -1,4 +1,4 @@
-"""Warm workers (harness/workers.py, clients/_support/fork_worker.py): a forked child per cell is
+"""Warm workers (harness/system/workers.py, clients/_support/fork_worker.py): a forked child per cell is
 isolated as a process of its own would be, bounded by its budget, and leaves nothing behind."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import workers
+from harness.system import workers
 
 from .conftest import REPO
 

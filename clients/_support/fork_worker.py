@@ -1,6 +1,6 @@
 """A warm worker for one Python adapter: import the adapter's modules once, fork one child per cell.
 
-Usage (the harness starts it, ``harness/workers.py``)::
+Usage (the harness starts it, ``harness/system/workers.py``)::
 
     <adapter venv>/bin/python fork_worker.py <adapter entry file> [module ...]
 

@@ -4,7 +4,7 @@
  *
  * Contract: docs/hosts.md. An adapter holds only what is specific to its host and ends with
  * `runHost({ name, package, adapterUrl, host })`, where `host` is a {@link Host}. The harness runs
- * the adapter in a network namespace with loopback only (harness/loopback.py) and hands it
+ * the adapter in a network namespace with loopback only (harness/system/loopback.py) and hands it
  * `cell.model` (how to start the scripted model and where it journals).
  *
  * On framework_driver.mjs's steps:
@@ -113,7 +113,7 @@ function startModel(cell, scriptPath) {
 
 /**
  * Over Streamable HTTP, start the reference server the cell file describes (the harness leaves it to
- * a host adapter, which runs in the cell's network namespace: harness/cells.py `starts_server`) and
+ * a host adapter, which runs in the cell's network namespace: harness/matrix/cells.py `starts_server`) and
  * wait for its URL line; its stderr goes to the cell's `server-stderr.txt`.
  */
 async function startServer(cell, cellDir) {

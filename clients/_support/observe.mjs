@@ -333,7 +333,7 @@ export function installedVersion(adapterDir, pkg) {
 
 /**
  * The adapter's directory: from its `import.meta.url`, or, where that is empty (the adapter bundled
- * for a startup snapshot, harness/snapshots.py), from `process.argv[1]`, the entry the process was
+ * for a startup snapshot, harness/prepare/snapshots.py), from `process.argv[1]`, the entry the process was
  * started with in both cases.
  * @param {string|undefined} adapterUrl
  */
@@ -342,7 +342,7 @@ export function adapterDirectory(adapterUrl) {
 }
 
 /**
- * Run `main` now; or, while `node --build-snapshot` loads the bundled adapter (harness/snapshots.py),
+ * Run `main` now; or, while `node --build-snapshot` loads the bundled adapter (harness/prepare/snapshots.py),
  * make it the main function of every process started from the snapshot, which then starts with the
  * adapter's imports already loaded. Nothing of a cell runs while the snapshot is built.
  * @param {() => void} main

@@ -2,7 +2,7 @@
 
     python record_session.py <request.json> <out.json>
 
-Run by ``python -m harness record`` (``harness/record.py``) as a bounded process group, so the
+Run by ``python -m harness record`` (``harness/recorded/record.py``) as a bounded process group, so the
 server it starts (stdio) dies with it. Standard library only; the wire is ``raw_wire.py``'s,
 the same as the ``raw-jsonrpc`` column's: nothing validates or alters what the server sends.
 

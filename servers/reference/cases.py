@@ -1,6 +1,6 @@
 """Fault cases: the ``tools/call`` result each case returns for ``get_account_balance``.
 
-The harness's catalog (``harness/catalog.py``) owns the case ids, families and spec clauses; this
+The harness's catalog (``harness/matrix/catalog.py``) owns the case ids, families and spec clauses; this
 module implements them. ``CASES`` maps an id to a :class:`Case`. Every payload is deterministic.
 """
 

@@ -5,7 +5,7 @@
 ``{"url": "http://127.0.0.1:PORT/mcp"}`` once it does, as the reference server; the harness gives
 that URL to the client. ``LIVE.json`` (``{"url": ...}``, written by the harness into the cell
 directory) names the user's endpoint; ``--transport`` is the framing that server answered the
-harness's opening request with (``harness/live.py``), journaled on ``start``.
+harness's opening request with (``harness/recorded/live.py``), journaled on ``start``.
 
 Every request, whatever its path, goes to that endpoint: the method, the body and the headers
 unchanged, except the hop-by-hop headers, ``Host`` (the upstream's) and ``Accept-Encoding``

@@ -1,7 +1,7 @@
 """A recorded case (``--case-file PATH``): a user's tool, listed and answered as its server did.
 
 The case file is what ``python -m harness record`` wrote (the harness checks it before a run:
-``harness/case_files.py``): the tool's ``tools/list`` entry and the ``tools/call`` result exactly
+``harness/recorded/case_files.py``): the tool's ``tools/list`` entry and the ``tools/call`` result exactly
 as sent, and the call's arguments. The server lists the tool in place of ``get_account_balance``
 (its ``outputSchema`` only with ``--schema advertised``), beside the follow-up tool ``echo``, and
 answers a call with the recorded arguments with the recorded result, unchanged: under 2026-07-28
