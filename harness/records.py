@@ -1,4 +1,5 @@
-"""The typed records that cross module boundaries: the observation, the cell record, the run metadata.
+"""The typed records that cross module boundaries: the cell file, the observation, the cell record,
+the run metadata.
 
 One home for their shapes, shared by the observation validator (:mod:`harness.run.observation`),
 the runner, the store, the classifier, the report and the tests; ``docs/adapters.md`` documents
@@ -15,6 +16,54 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 CONTRACT = 1
 """The version of the cell-file / observation contract (``docs/adapters.md``)."""
+
+
+class ToolCall(TypedDict):
+    """One call an adapter makes: a tool's name and its arguments; ``cancel_after_ms`` when the
+    adapter is to cancel it that long after it started."""
+
+    name: str
+    arguments: dict[str, Any]
+    cancel_after_ms: NotRequired[int]
+
+
+class ServerSpec(TypedDict):
+    """How the adapter reaches the cell's server: a command it starts (stdio, an agent host's HTTP
+    cell) or the URL of the one the harness started (the others)."""
+
+    command: str | None
+    args: list[str] | None
+    env: dict[str, str]
+    url: str | None
+
+
+class ModelSpec(TypedDict):
+    """An agent host's scripted model: how to start it and where it journals."""
+
+    command: str
+    args: list[str]
+    journal: str
+
+
+class CellFile(TypedDict):
+    """The cell file every adapter reads (``cell.json``, ``docs/adapters.md``: contract 1), with
+    paths as the adapter sees them."""
+
+    contract: int
+    cell_id: str
+    adapter: str
+    variant: str
+    options: dict[str, Any]
+    case: str
+    transport: Literal["stdio", "http-json", "http-sse"]
+    protocol: Literal["2025-11-25", "2026-07-28"]
+    server: ServerSpec
+    calls: list[ToolCall]
+    followup: ToolCall
+    call_timeout_ms: int
+    budget_ms: int
+    model: NotRequired[ModelSpec]
+
 
 StepStatus = Literal["ok", "raised"]
 CallStatus = Literal["returned", "raised"]
@@ -197,24 +246,29 @@ class AdapterMeta(TypedDict, total=False):
     variants: dict[str, VariantMeta]
 
 
-class RunSettings(TypedDict):
+class SelectionSettings(TypedDict):
+    """The cell filters a run was started with (:meth:`harness.matrix.cells.Selection.settings`)."""
+
+    adapters: list[str]
+    cases: list[str]
+    families: list[str]
+    transports: list[str]
+    protocols: NotRequired[list[str]]
+    """The ``--protocol`` selection (absent in runs before the protocol axis)."""
+    shard: list[int]
+
+
+class RunSettings(SelectionSettings):
     """The selection and options a run was started with (``--resume`` reuses them)."""
 
     jobs: int
     wait_jobs: int
     """How many cells that mostly wait ran at once beside the ``jobs`` others."""
-    shard: list[int]
-    adapters: list[str]
     backend: str
-    cases: list[str]
     case_files: NotRequired[list[str]]
     """The names of the recorded cases a run replays (``--case-file``; kept in ``case-files/``)."""
     live: NotRequired[dict[str, Any] | None]
     """Live mode: the user's server (command, cwd, names of its environment variables)."""
-    families: list[str]
-    transports: list[str]
-    protocols: NotRequired[list[str]]
-    """The ``--protocol`` selection (absent in runs before the protocol axis)."""
     kind: str | None
     cells: int
     budget_scale: float

@@ -19,6 +19,30 @@ PROTOCOLS: tuple[Protocol, ...] = ("2025-11-25", "2026-07-28")
 """The protocol axis: the revision the reference server speaks in a cell, and the one the client is
 asked for (``servers/reference/protocol.py``: the handshake era up to 2025-11-25, stateless 2026-07-28)."""
 LEGACY_PROTOCOL: Protocol = "2025-11-25"
+Transport = Literal["stdio", "http-json", "http-sse"]
+
+
+@dataclass(frozen=True)
+class TransportKind:
+    """One transport of the matrix: its name, whether it is Streamable HTTP, and how a response is framed."""
+
+    name: Transport
+    http: bool
+    framing: str
+    content_type: str | None = None
+    """The ``Content-Type`` of the answer to a POST (HTTP only): how a live server's framing is recognised."""
+
+
+TRANSPORT_KINDS: dict[str, TransportKind] = {
+    kind.name: kind
+    for kind in (
+        TransportKind("stdio", False, "newline-delimited JSON-RPC on the server's stdin and stdout"),
+        TransportKind("http-json", True, "Streamable HTTP, each POST answered with one JSON body", "application/json"),
+        TransportKind("http-sse", True, "Streamable HTTP, each POST answered with an SSE stream", "text/event-stream"),
+    )
+}
+"""The one registry of transports; every list of them, and every "is this HTTP", comes from here."""
+TRANSPORTS: tuple[Transport, ...] = tuple(kind.name for kind in TRANSPORT_KINDS.values())
 ERA_CASES = ("ok",)
 """The cases every column runs under a revision its manifest does not declare (``protocols``): what
 a client does when the server speaks only that revision (e.g. a handshake-era client against a
@@ -130,7 +154,7 @@ class Case:
     schema_modes: tuple[SchemaMode, ...]
     calls: int = 1
     sends: str = ""
-    transports: tuple[str, ...] = ("stdio", "http-json", "http-sse")
+    transports: tuple[Transport, ...] = TRANSPORTS
     """The transports on which the case means something (wire faults of stdio: stdio only)."""
     cancel_after_ms: int | None = None
     """When set, the adapter cancels the case's call this long after sending it."""

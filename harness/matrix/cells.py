@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.errors import UsageError
 from harness.layout import (
@@ -26,14 +26,14 @@ from harness.layout import (
     SENT_RESULTS_DIRECTORY,
     SERVER_ENTRY,
 )
-from harness.records import CONTRACT
+from harness.records import CONTRACT, CellFile, ModelSpec, SelectionSettings, ToolCall
 
 from . import catalog
 from .manifest import Adapter, Variant
 
-TOOL_CALL: dict[str, Any] = {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}}
+TOOL_CALL: ToolCall = {"name": "get_account_balance", "arguments": {"account_id": "ACC-4471"}}
 FOLLOWUP_TEXT = "follow-up"
-FOLLOWUP_CALL: dict[str, Any] = {"name": "echo", "arguments": {"text": FOLLOWUP_TEXT}}
+FOLLOWUP_CALL: ToolCall = {"name": "echo", "arguments": {"text": FOLLOWUP_TEXT}}
 
 BUDGET_S = {"schema": 30.0, "size": 60.0, "transport": 20.0, "protocol": 20.0}
 """Seconds the harness gives one adapter run, by family."""
@@ -61,7 +61,7 @@ class LiveServer:
     cwd: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     url: str | None = None
-    transport: str = "stdio"
+    transport: catalog.Transport = "stdio"
 
     @property
     def named(self) -> str:
@@ -89,7 +89,7 @@ class Replayed:
     calls the recorded tool with the recorded arguments."""
 
     case_file: str
-    tool_call: dict[str, Any]
+    tool_call: ToolCall
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Live:
     proxy, instead of the reference server (:mod:`harness.recorded.live`)."""
 
     server: LiveServer
-    tool_call: dict[str, Any]
+    tool_call: ToolCall
 
 
 CaseSource = Replayed | Live | None
@@ -113,9 +113,9 @@ class Cell:
     variant: Variant
     case: catalog.Case
     schema: catalog.SchemaMode
-    transport: str
+    transport: catalog.Transport
     budget_scale: float = 1.0
-    protocol: str = catalog.LEGACY_PROTOCOL
+    protocol: catalog.Protocol = catalog.LEGACY_PROTOCOL
     """The revision the reference server speaks, and the one the client is asked for."""
     source: CaseSource = field(default=None, compare=False)
     """Where the case comes from (the catalog's: None); decided by the case, so not part of the cell's identity."""
@@ -139,7 +139,7 @@ class Cell:
 
     @property
     def is_http(self) -> bool:
-        return self.transport.startswith("http")
+        return catalog.TRANSPORT_KINDS[self.transport].http
 
     @property
     def starts_server(self) -> bool:
@@ -175,20 +175,20 @@ class Cell:
             options += ["--results-dir", str(cell_dir / SENT_RESULTS_DIRECTORY)]
         return options + (["--transport", self.transport, "--port", "0"] if self.is_http else [])
 
-    def calls(self) -> list[dict[str, Any]]:
-        call = dict(self.source.tool_call if self.source is not None else TOOL_CALL)
+    def calls(self) -> list[ToolCall]:
+        call = ToolCall(**(self.source.tool_call if self.source is not None else TOOL_CALL))
         if self.case.cancel_after_ms is not None:
             call["cancel_after_ms"] = self.case.cancel_after_ms
         return [call] * self.case.calls
 
-    def to_file(self, server_dir: Path, cell_dir: Path, url: str | None = None, *, python: str) -> dict[str, Any]:
+    def to_file(self, server_dir: Path, cell_dir: Path, url: str | None = None, *, python: str) -> CellFile:
         """The cell file an adapter receives, with paths as the adapter sees them.
 
         ``url``: the HTTP server the harness started; ``python``: the interpreter that runs the
         reference server for stdio cells.
         """
         budget_ms = int(self.budget_s * 1000)
-        return {
+        file: CellFile = {
             "contract": CONTRACT,
             "cell_id": self.key,
             "adapter": self.adapter.name,
@@ -207,9 +207,12 @@ class Cell:
             "followup": FOLLOWUP_CALL,
             "call_timeout_ms": int(budget_ms * CLIENT_TIMEOUT_SHARE / self.case.calls),
             "budget_ms": budget_ms,
-        } | ({"model": self.model(server_dir, cell_dir, python)} if self.adapter.kind == "host" else {})
+        }
+        if self.adapter.kind == "host":
+            file["model"] = self.model(server_dir, cell_dir, python)
+        return file
 
-    def model(self, server_dir: Path, cell_dir: Path, python: str) -> dict[str, Any]:
+    def model(self, server_dir: Path, cell_dir: Path, python: str) -> ModelSpec:
         """An agent host's scripted model (``servers/model``): how to start it and where it journals;
         the adapter adds ``--script`` (the cell's calls and follow-up) and ``--port``."""
         return {
@@ -230,10 +233,37 @@ class Selection:
     transports: tuple[str, ...] = ()
     protocols: tuple[str, ...] = ()
 
+    FILTERS: ClassVar[tuple[str, ...]] = ("adapters", "cases", "families", "transports", "protocols")
+    """The filters, as a run's settings name them (and ``shard``)."""
+
     def __post_init__(self) -> None:
         index, count = self.shard
         if not 1 <= index <= count:
             raise UsageError(f"shard {index}/{count}: expected 1 <= index <= count")
+
+    def settings(self) -> SelectionSettings:
+        """The selection as a run's settings keep it (``meta.json``)."""
+        return {
+            "adapters": list(self.adapters),
+            "cases": list(self.cases),
+            "families": list(self.families),
+            "transports": list(self.transports),
+            "protocols": list(self.protocols),
+            "shard": list(self.shard),
+        }
+
+    @classmethod
+    def from_settings(cls, settings: SelectionSettings) -> Selection:
+        """The selection a run's settings keep (a filter an older run did not keep selects everything)."""
+        index, count = settings["shard"]
+        return cls(
+            tuple(settings["adapters"]),
+            tuple(settings["cases"]),
+            tuple(settings["families"]),
+            (index, count),
+            tuple(settings.get("transports", ())),
+            tuple(settings.get("protocols", ())),
+        )
 
 
 def _matches(value: str, wanted: Iterable[str]) -> bool:
@@ -271,12 +301,19 @@ def check(adapters: list[Adapter], selection: Selection, cases: tuple[catalog.Ca
             raise unknown("protocol", protocol, catalog.PROTOCOLS, f"protocols: {', '.join(catalog.PROTOCOLS)}")
 
 
-def _runs_under(adapter: Adapter, case: catalog.Case, protocol: str) -> bool:
-    """Whether the adapter runs the case under this revision: every case that means something there
-    when the adapter declares the revision, else only the era cases (:data:`catalog.ERA_CASES`)."""
+def runs_under(declared: Iterable[str], case: catalog.Case, protocol: str) -> bool:
+    """Whether a column whose manifest declares the revisions ``declared`` runs the case under
+    ``protocol``: every case that means something there when the column declares it, else only the
+    era cases (:data:`catalog.ERA_CASES`)."""
     if protocol not in case.protocols:
         return False
-    return protocol in adapter.protocols or case.id in catalog.ERA_CASES
+    return protocol in declared or case.id in catalog.ERA_CASES
+
+
+def not_asked(declared: Iterable[str], case: catalog.Case, protocol: str) -> bool:
+    """Whether the case means something under ``protocol`` but a column declaring ``declared`` is not
+    asked it there (it runs only the era cases under a revision it does not declare)."""
+    return protocol in case.protocols and protocol not in declared
 
 
 def build(
@@ -308,7 +345,7 @@ def build(
         for variant in adapter.variants
         if not selection.adapters or adapter.name in selection.adapters or adapter.column(variant) in selection.adapters
         if adapter.families is None or case.family in adapter.families
-        if _runs_under(adapter, case, protocol)
+        if runs_under(adapter.protocols, case, protocol)
         for transport in (variant.transports or adapter.transports)
         if transport in case.transports and _matches(transport, selection.transports)
     ]

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from .catalog import FAMILIES, LEGACY_PROTOCOL, PROTOCOLS
+from .catalog import FAMILIES, LEGACY_PROTOCOL, PROTOCOLS, TRANSPORTS, Transport
 
 Option = str | int | float | bool
 
 RUNTIMES = ("python", "node", "go", "rust", "java")
 """``go``, ``rust`` and ``java`` adapters are compiled at prepare (:mod:`harness.prepare.toolchains`)."""
-TRANSPORTS = ("stdio", "http-json", "http-sse")
 KINDS = ("sdk", "framework", "host")
 MODEL_VIEW_KINDS = ("framework", "host")
 """The kinds whose calls are agent runs with a scripted model, observed through the model view."""
@@ -69,7 +68,7 @@ class Variant:
     id: str
     description: str
     options: dict[str, Option]
-    transports: tuple[str, ...] | None = None
+    transports: tuple[Transport, ...] | None = None
     """The transports this variant runs on, when fewer than the adapter's (e.g. a stdio buffer option)."""
 
 
@@ -82,7 +81,7 @@ class Adapter:
     runtime: str
     package: str
     entry: str
-    transports: tuple[str, ...]
+    transports: tuple[Transport, ...]
     variants: tuple[Variant, ...]
     directory: Path
     node: str | None = None

@@ -21,17 +21,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.errors import UsageError
+from harness.matrix.cells import Selection
 from harness.records import RunMeta
 from harness.run.reuse import write_index
 from harness.run.store import BOUNDARY_FILE, RunStore, check_run_id, link_tree, open_run
 
 SAME_SETTINGS = (
-    "adapters",
-    "cases",
+    *Selection.FILTERS,
     "case_files",
-    "families",
-    "transports",
-    "protocols",
     "kind",
     "budget_scale",
     "live",

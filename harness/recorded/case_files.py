@@ -29,6 +29,7 @@ from typing import Any
 from harness.errors import UsageError, read_text
 from harness.matrix import catalog, cells
 from harness.matrix.cells import BUDGET_S, FOLLOWUP_CALL
+from harness.records import ToolCall
 
 VERSION = 1
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -84,9 +85,9 @@ class CaseFile:
             protocols=(axis_revision(str(data["protocol"])),),
         )
 
-    def tool_call(self) -> dict[str, Any]:
+    def tool_call(self) -> ToolCall:
         """The recorded call: the tool's name and the arguments it was called with."""
-        return {"name": self.tool["name"], "arguments": self.data["arguments"]}
+        return {"name": str(self.tool["name"]), "arguments": dict(self.data["arguments"])}
 
     def source(self) -> cells.Replayed:
         """The case's source: this file, replayed, and the recorded call."""

@@ -37,7 +37,9 @@ from .record import parse_command, parse_env
 
 OPEN_TIMEOUT_S = 15.0
 """How long the check of ``--server-url`` waits for the server's answer to its opening request."""
-FRAMINGS = {"application/json": "http-json", "text/event-stream": "http-sse"}
+FRAMINGS: dict[str, catalog.Transport] = {
+    kind.content_type: kind.name for kind in catalog.TRANSPORT_KINDS.values() if kind.content_type
+}
 """The transport of a live HTTP server's cells, by the ``Content-Type`` of its opening answer."""
 
 
@@ -79,7 +81,7 @@ def _http_server(layout: Layout, url: str, protocols: list[str]) -> LiveServer:
         raise UsageError(f"--server-url {url!r}: expected an http:// or https:// URL")
     if not protocols:
         raise UsageError("--server-url (live mode) needs --case-file: the recorded tool and arguments to call")
-    transports: dict[str, str] = {}
+    transports: dict[str, catalog.Transport] = {}
     for protocol in protocols:
         found = record.open_session(layout, url, protocol, OPEN_TIMEOUT_S)
         if found.get("stage") != "done":
@@ -88,7 +90,7 @@ def _http_server(layout: Layout, url: str, protocols: list[str]) -> LiveServer:
         if framing not in FRAMINGS:
             raise UsageError(
                 f"--server-url {url}: answered its opening request as {found.get('framing')!r}, "
-                "not application/json or text/event-stream"
+                f"not {' or '.join(FRAMINGS)}"
             )
         transports[protocol] = FRAMINGS[framing]
     if len(set(transports.values())) > 1:

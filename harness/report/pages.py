@@ -23,18 +23,17 @@ import pandas as pd
 from harness.classify import model_input
 from harness.classify.outcomes import OUTCOMES, cells_frame, sent_results, short_error
 from harness.layout import MODEL_JOURNAL_FILE
-from harness.matrix import catalog
+from harness.matrix import catalog, cells
 from harness.matrix.manifest import MODEL_VIEW_KINDS
 from harness.probe import boundary
 from harness.recorded import case_files, live
-from harness.records import RunMeta
+from harness.records import CellRecord, RunMeta
 from harness.run.store import RunStore
 
 from . import formatting, overview, recorded_case, sweep
 
 TEMPLATES = Path(__file__).parent / "templates"
 ASSETS = ("style.css", "matrix.js")
-TRANSPORT_ORDER = ("stdio", "http-json", "http-sse")
 LOG_SHOWN = 16 * 1024
 
 LEGEND = {
@@ -72,9 +71,9 @@ class Row:
     """One matrix row: a case under one protocol revision, in one schema mode, on one transport."""
 
     case: catalog.Case
-    protocol: str
-    schema: str
-    transport: str
+    protocol: catalog.Protocol
+    schema: catalog.SchemaMode
+    transport: catalog.Transport
     first: bool
     """The first row of its case (it carries the description)."""
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -164,10 +163,10 @@ def _era_href(by_cell: CellIndex, protocol: str, transport: str, client: str) ->
     return None
 
 
-def _rows(cells: list[dict[str, Any]], columns: list[dict[str, Any]], cases: tuple[catalog.Case, ...]) -> list[Row]:
+def _rows(cell_rows: list[dict[str, Any]], columns: list[dict[str, Any]], cases: tuple[catalog.Case, ...]) -> list[Row]:
     """Rows in the order of ``cases``; a case's revisions, schema modes and transports are adjacent rows."""
-    by_cell: CellIndex = {(r["case"], r["protocol"], r["schema"], r["transport"], r["client"]): r for r in cells}
-    transports = [t for t in TRANSPORT_ORDER if any(r["transport"] == t for r in cells)]
+    by_cell: CellIndex = {(r["case"], r["protocol"], r["schema"], r["transport"], r["client"]): r for r in cell_rows}
+    transports = [t for t in catalog.TRANSPORTS if any(r["transport"] == t for r in cell_rows)]
     rows = []
     for case in cases:
         first = True
@@ -177,7 +176,7 @@ def _rows(cells: list[dict[str, Any]], columns: list[dict[str, Any]], cases: tup
                 data = by_cell.get((case.id, protocol, schema, transport, column["client"]))
                 if data is not None:
                     row.cells[column["client"]] = data
-                elif protocol not in column["protocols"]:
+                elif cells.not_asked(column["protocols"], case, protocol):
                     href = _era_href(by_cell, protocol, transport, column["client"])
                     if href is not None:
                         row.not_asked[column["client"]] = href
@@ -274,99 +273,158 @@ def render(run: RunStore, out: Path, conformance: dict[str, Any] | None = None) 
     return count
 
 
-def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) -> int:
+@dataclass
+class RunView:
+    """What every page of one run's report is drawn from, computed once: the run's metadata, its
+    cases (the catalog's and the recorded ones), the classified frame and its rows as the pages show
+    them, the columns by kind, and the template environment."""
+
+    run: RunStore
+    meta: RunMeta
+    conformance: dict[str, Any] | None
+    env: jinja2.Environment
+    recorded: list[case_files.CaseFile]
+    live: dict[str, Any] | None
+    """The live server the run's settings name (live mode), as its metadata keeps it."""
+    cases: tuple[catalog.Case, ...]
+    records: dict[str, CellRecord]
+    frame: pd.DataFrame
+    plain: list[dict[str, Any]]
+    """The frame as JSON-ready rows (``cells.json``, and every page's values)."""
+    shown: list[dict[str, Any]]
+    every_column: list[dict[str, Any]]
+    columns: list[dict[str, Any]]
+    """The SDK columns (the matrix page)."""
+    framework_columns: list[dict[str, Any]]
+    """The framework and agent host columns (the model-view page)."""
+    errors: list[dict[str, Any]]
+    """The SDK cells' distinct errors, each SDK cell's ``err_ref`` pointing into them (:func:`overview.error_index`)."""
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """What every page's header shows."""
+        return {"meta": self.meta, "conformance": self.conformance}
+
+
+def _view(run: RunStore, conformance: dict[str, Any] | None) -> RunView:
     meta = run.read_meta()
     recorded = case_files.of_run(run.case_files_dir)
     described = meta["settings"].get("live") if "settings" in meta else None
     server = live.shown(described) if described else None
     cases = catalog.CASES + tuple(f.case() if server is None else live.live_case(f.case(), server) for f in recorded)
-    by_id = {case.id: case for case in cases}
     records = {record["key"]: record for record in run.records()}
     frame = cells_frame(list(records.values()), meta)
     every_column = _columns(frame, meta)
-    columns = [column for column in every_column if column["kind"] not in MODEL_VIEW_KINDS]
-    framework_columns = [column for column in every_column if column["kind"] in MODEL_VIEW_KINDS]
-    sdk_frame = frame[~frame["kind"].isin(MODEL_VIEW_KINDS)]
-    plain = formatting.plain_records(frame)  # cells.json, and every page's values
+    plain = formatting.plain_records(frame)
+    env = environment()
+    env.globals["provenance"] = formatting.provenance(frame)
     shown = [_shown(row) for row in plain]
+    columns = [column for column in every_column if column["kind"] not in MODEL_VIEW_KINDS]
     sdk_cells = [cell for cell in shown if cell["kind"] not in MODEL_VIEW_KINDS]
     error_refs, errors = overview.error_index(sdk_cells, columns)
     for cell in sdk_cells:
         cell["err_ref"] = error_refs.get((cell["client"], cell["short"])) if cell["short"] else None
-    rows = _rows(sdk_cells, columns, cases)
-    env = environment()
-    env.globals["provenance"] = formatting.provenance(frame)
-    (staging / "cells").mkdir(parents=True)
-    (staging / "data").mkdir()
-    (staging / "assets").mkdir()
-    for asset in ASSETS:
-        shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
-    families = [f for f in catalog.FAMILIES if f in set(sdk_frame["family"])]
-    swept_families = sweep.families(frame, meta)
-    boundary_results = boundary.load(run)
+    return RunView(
+        run=run,
+        meta=meta,
+        conformance=conformance,
+        env=env,
+        recorded=recorded,
+        live=described,
+        cases=cases,
+        records=records,
+        frame=frame,
+        plain=plain,
+        shown=shown,
+        every_column=every_column,
+        columns=columns,
+        framework_columns=[column for column in every_column if column["kind"] in MODEL_VIEW_KINDS],
+        errors=errors,
+    )
+
+
+def _matrix_page(view: RunView, staging: Path) -> None:
+    """``index.html``: the SDK columns' matrix, with the overview, the outcome counts, the boundary table."""
+    sdk_frame = view.frame[~view.frame["kind"].isin(MODEL_VIEW_KINDS)]
+    sdk_cells = [cell for cell in view.shown if cell["kind"] not in MODEL_VIEW_KINDS]
+    rows = _rows(sdk_cells, view.columns, view.cases)
+    boundary_results = boundary.load(view.run)
     (staging / "index.html").write_text(
-        env.get_template("index.html.j2").render(
-            meta=meta,
-            conformance=conformance,
-            columns=columns,
+        view.env.get_template("index.html.j2").render(
+            **view.header,
+            columns=view.columns,
             rows=rows,
-            families=families,
+            families=[f for f in catalog.FAMILIES if f in set(sdk_frame["family"])],
             outcomes=OUTCOMES,
             legend=LEGEND,
-            summary=[{**entry, "bar": overview.bar(entry["counts"])} for entry in _summary(sdk_frame, columns)],
+            summary=[{**entry, "bar": overview.bar(entry["counts"])} for entry in _summary(sdk_frame, view.columns)],
             total=len(sdk_frame),
-            boundaries=_boundaries(boundary_results, columns),
+            boundaries=_boundaries(boundary_results, view.columns),
             chart=overview.boundary_chart(boundary_results, boundary.KINDS),
-            overview=overview.overview(rows, columns),
-            errors=errors,
+            overview=overview.overview(rows, view.columns),
+            errors=view.errors,
             bar_width=overview.BAR_WIDTH,
             letters=overview.LETTERS,
             kinds=boundary.KINDS,
-            frameworks=len(framework_columns),
-            recorded=[(recorded_case.href(f), f) for f in recorded],
-            sweep=swept_families,
+            frameworks=len(view.framework_columns),
+            recorded=[(recorded_case.href(f), f) for f in view.recorded],
+            sweep=sweep.families(view.frame, view.meta),
         ),
         encoding="utf-8",
     )
-    if swept_families:
-        swept = env.get_template("versions.html.j2").render(meta=meta, conformance=conformance, families=swept_families)
-        (staging / sweep.PAGE).write_text(swept, encoding="utf-8")
-    probed = recorded_case.probe_boundaries(run) if recorded else (None, [])
-    for case_file in recorded:
+
+
+def _versions_page(view: RunView, staging: Path) -> None:
+    """``versions.html``, for a version sweep: the release at which a column's behaviour changed."""
+    families = sweep.families(view.frame, view.meta)
+    if families:
+        page = view.env.get_template("versions.html.j2").render(**view.header, families=families)
+        (staging / sweep.PAGE).write_text(page, encoding="utf-8")
+
+
+def _recorded_pages(view: RunView, staging: Path) -> None:
+    """The "your server" page of each recorded case."""
+    probed = recorded_case.probe_boundaries(view.run) if view.recorded else (None, [])
+    template = view.env.get_template("recorded.html.j2")
+    for case_file in view.recorded:
+        rows = [row for row in view.shown if row["case"] == case_file.case_id]
         (staging / recorded_case.href(case_file)).write_text(
-            env.get_template("recorded.html.j2").render(
-                meta=meta,
-                conformance=conformance,
-                live=described,
-                **recorded_case.page(
-                    case_file, [row for row in shown if row["case"] == case_file.case_id], every_column, probed
-                ),
+            template.render(
+                **view.header, live=view.live, **recorded_case.page(case_file, rows, view.every_column, probed)
             ),
             encoding="utf-8",
         )
-    framework_frame = frame[frame["kind"].isin(MODEL_VIEW_KINDS)]
+
+
+def _model_view_page(view: RunView, staging: Path) -> None:
+    """``model-view.html``: what the framework and agent host columns' models read."""
+    framework_frame = view.frame[view.frame["kind"].isin(MODEL_VIEW_KINDS)]
+    framework_cells = [cell for cell in view.shown if cell["kind"] in MODEL_VIEW_KINDS]
     (staging / "model-view.html").write_text(
-        env.get_template("model-view.html.j2").render(
-            meta=meta,
-            conformance=conformance,
-            columns=framework_columns,
-            rows=_rows([cell for cell in shown if cell["kind"] in MODEL_VIEW_KINDS], framework_columns, cases),
+        view.env.get_template("model-view.html.j2").render(
+            **view.header,
+            columns=view.framework_columns,
+            rows=_rows(framework_cells, view.framework_columns, view.cases),
             total=len(framework_frame),
             channels=model_input.CHANNELS,
             channel_legend=CHANNEL_LEGEND,
             legend=LEGEND,
-            summary=_channel_summary(framework_frame, framework_columns),
+            summary=_channel_summary(framework_frame, view.framework_columns),
         ),
         encoding="utf-8",
     )
-    page = env.get_template("cell.html.j2")
-    for row in shown:
-        record = records[row["key"]]
-        files = run.cell_files(row["key"])
+
+
+def _cell_pages(view: RunView, staging: Path) -> None:
+    """``cells/<key>.html``: every cell's evidence."""
+    by_id = {case.id: case for case in view.cases}
+    template = view.env.get_template("cell.html.j2")
+    for row in view.shown:
+        record = view.records[row["key"]]
+        files = view.run.cell_files(row["key"])
         (staging / "cells" / f"{row['key']}.html").write_text(
-            page.render(
-                meta=meta,
-                conformance=conformance,
+            template.render(
+                **view.header,
                 row=row,
                 case=by_id[row["case"]],
                 record=record,
@@ -381,9 +439,28 @@ def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) ->
             ),
             encoding="utf-8",
         )
-    frame.to_csv(staging / "data" / "cells.csv", index=False)
+
+
+def _data_files(view: RunView, staging: Path) -> None:
+    """``data/``: the classified cells as CSV and JSON, and the run's metadata."""
+    view.frame.to_csv(staging / "data" / "cells.csv", index=False)
     (staging / "data" / "cells.json").write_text(
-        json.dumps(plain, indent=1, ensure_ascii=False, allow_nan=False), encoding="utf-8"
+        json.dumps(view.plain, indent=1, ensure_ascii=False, allow_nan=False), encoding="utf-8"
     )
-    (staging / "data" / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
-    return len(frame)
+    (staging / "data" / "meta.json").write_text(json.dumps(view.meta, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+PAGES = (_matrix_page, _versions_page, _recorded_pages, _model_view_page, _cell_pages, _data_files)
+"""Every page of a run's report (and its data files), each drawn from the run's :class:`RunView`
+alone: none depends on another having been written."""
+
+
+def _render(run: RunStore, staging: Path, conformance: dict[str, Any] | None) -> int:
+    view = _view(run, conformance)
+    for directory in ("cells", "data", "assets"):
+        (staging / directory).mkdir(parents=True)
+    for asset in ASSETS:
+        shutil.copy(TEMPLATES / asset, staging / "assets" / asset)
+    for page in PAGES:
+        page(view, staging)
+    return len(view.frame)

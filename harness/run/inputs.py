@@ -40,7 +40,7 @@ from harness.layout import MODEL_DIRECTORY, Layout
 from harness.matrix.cells import Cell, Live, Replayed
 from harness.matrix.manifest import Adapter
 from harness.prepare.toolchains import COMPILED, sources
-from harness.records import CellInputs
+from harness.records import CellFile, CellInputs
 
 RECIPE = "1"
 """Part of every digest: changing what a digest covers makes every earlier cell a stranger."""
@@ -129,7 +129,7 @@ def case_entry(cell: Cell) -> dict[str, Any]:
     return entry
 
 
-def cell_file(cell: Cell) -> dict[str, Any]:
+def cell_file(cell: Cell) -> CellFile:
     """The cell file as the adapter would receive it, its run-specific paths as placeholders."""
     url = PLACEHOLDER_URL if cell.is_http and not cell.starts_server else None
     return cell.to_file(PLACEHOLDER_SERVER, PLACEHOLDER_CELL, url, python=PLACEHOLDER_PYTHON)

@@ -236,19 +236,13 @@ def ready(backend: backends.Backend, adapters: list[Adapter]) -> dict[str, str]:
 
 
 def _settings(request: Request, backend: str, count: int, shard_costs: str) -> RunSettings:
-    selection = request.selection
-    return {
+    settings: RunSettings = {
+        **request.selection.settings(),
         "jobs": request.jobs,
         "wait_jobs": wait_jobs(request),
-        "shard": list(selection.shard),
-        "adapters": list(selection.adapters),
         "backend": backend,
-        "cases": list(selection.cases),
         "case_files": [f.name for f in request.case_files],
         "live": request.live.described() if request.live is not None else None,
-        "families": list(selection.families),
-        "transports": list(selection.transports),
-        "protocols": list(selection.protocols),
         "kind": request.kind,
         "cells": count,
         "budget_scale": request.budget_scale,
@@ -256,6 +250,7 @@ def _settings(request: Request, backend: str, count: int, shard_costs: str) -> R
         "fresh": request.fresh,
         "shard_costs": shard_costs,
     }
+    return settings
 
 
 def start(layout: Layout, request: Request, backend_for: backends.Factory) -> Outcome:
@@ -273,16 +268,8 @@ def start(layout: Layout, request: Request, backend_for: backends.Factory) -> Ou
 def request_of(run: store.RunStore, run_meta: RunMeta, jobs: int) -> Request:
     """The request a run was started with (a resumed run keeps its own selection, backend and case files)."""
     settings = run_meta["settings"]
-    selection = cells.Selection(
-        tuple(settings["adapters"]),
-        tuple(settings["cases"]),
-        tuple(settings["families"]),
-        (settings["shard"][0], settings["shard"][1]),
-        tuple(settings.get("transports", [])),
-        tuple(settings.get("protocols", [])),
-    )
     return Request(
-        selection,
+        cells.Selection.from_settings(settings),
         settings.get("kind"),
         run_meta.get("backend", "local"),
         jobs,
