@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 from harness.layout import Layout
@@ -45,28 +44,32 @@ def test_pip_builds_it_where_uv_is_absent(tmp_path, monkeypatch):
     assert environments.installed_version(layout, adapter) == "1.17.0"
 
 
-class _Timed:
-    """A backend whose prepare takes a while and records when it ran (to see the builds overlap)."""
+class _Builds:
+    """A backend whose prepare records how many builds run at once; with ``together``, each build
+    waits until that many are running (a barrier: it opens only if they run at once)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, together: int = 0) -> None:
         self.name = name
-        self.spans: list[tuple[float, float]] = []
+        self.barrier = threading.Barrier(together, timeout=30) if together else None
+        self.running = self.peak = self.built = 0
         self._lock = threading.Lock()
 
     def prepare(self, adapter: Adapter) -> bool:
-        started = time.monotonic()
-        time.sleep(0.4)
         with self._lock:
-            self.spans.append((started, time.monotonic()))
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        if self.barrier is not None:
+            self.barrier.wait()  # BrokenBarrierError, and a failed build, when they do not meet
+        with self._lock:
+            self.running -= 1
+            self.built += 1
         return True
 
 
 def test_independent_local_environments_are_built_at_once_and_images_one_by_one(tmp_path):
     adapters = [_adapter(tmp_path, f"a{index}", None) for index in range(3)]
-    local, docker = _Timed("local"), _Timed("docker")
+    local, docker = _Builds("local", together=3), _Builds("docker")
     assert runs.prepare(local, adapters, build=True, jobs=3) == {}  # type: ignore[arg-type]
     assert runs.prepare(docker, adapters, build=True, jobs=3) == {}  # type: ignore[arg-type]
-    starts, ends = zip(*sorted(local.spans), strict=True)
-    assert max(starts) < min(ends), "the three local builds overlapped"
-    ordered = sorted(docker.spans)
-    assert all(ordered[i][1] <= ordered[i + 1][0] for i in range(2)), "image builds do not overlap"
+    assert local.built == 3 and local.peak == 3, "the three local builds ran at once"
+    assert docker.built == 3 and docker.peak == 1, "image builds do not overlap"

@@ -160,6 +160,18 @@ class Server:
     def journal(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.journal_path.read_text().splitlines()]
 
+    def wait_for_recv(self, message_id: int, timeout_s: float = 30) -> None:
+        """Until the server has journaled the request ``message_id`` as received (a failure after ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.journal_path.exists() and any(
+                e["event"] == "recv" and e.get("id") == message_id
+                for e in (json.loads(line) for line in self.journal_path.read_text().splitlines() if line.endswith("}"))
+            ):
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"the server journaled no request {message_id} in {timeout_s:.0f} s")
+
 
 @pytest.fixture
 def servers(tmp_path: Path) -> Iterator[Any]:
@@ -412,10 +424,11 @@ def test_exit_on_sigterm_while_a_request_is_open(servers: Any) -> None:
 
     thread = threading.Thread(target=call, daemon=True)
     thread.start()
-    time.sleep(0.3)
+    server.wait_for_recv(CALL["id"])
     journal = server.stop()
     assert journal[-1]["event"] == "exit" and journal[-1]["detail"] == "SIGTERM"
     assert server.process.returncode == 128 + signal.SIGTERM
+    assert not [e for e in journal if e["event"] == "send" and e.get("id") == CALL["id"]], "the request was open"
 
 
 def test_a_client_that_stops_reading_blocks_nobody_else(servers: Any) -> None:
@@ -439,12 +452,10 @@ def test_a_client_that_stops_reading_blocks_nobody_else(servers: Any) -> None:
         + body
     )
     try:
-        time.sleep(0.3)  # the server is now blocked writing the answer
-        started = time.monotonic()
+        server.wait_for_recv(CALL["id"])  # the request is open: its 10 MiB answer fills the unread socket
         server.session = None
         server.initialize()  # a second session of the same server
         assert server.post({"jsonrpc": "2.0", "id": 7, "method": "ping"}).status == 200
-        assert time.monotonic() - started < 2
         journal = server.stop()
         assert journal[-1]["event"] == "exit" and journal[-1]["detail"] == "SIGTERM"
         assert not [e for e in journal if e["event"] == "send" and e["id"] == 3]  # never completed

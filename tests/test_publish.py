@@ -17,8 +17,9 @@ import pytest
 
 from .conftest import Checkout
 
-SELECTION = ["--adapter", "raw-jsonrpc", "--case", "latency", "--case", "ok", "--transport", "stdio",
-             "--protocol", "2025-11-25", "--jobs", "2"]  # fmt: skip
+SELECTION = ["--adapter", "raw-jsonrpc", "--case", "latency", "--transport", "stdio", "--protocol", "2025-11-25"]
+"""The case answers after 2 s: at a tenth of the budget (a 1.8 s client timeout) its cells time out
+however loaded the machine is, at the whole budget they pass."""
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +30,7 @@ def site(tmp_path_factory):
     # the second run as if its client had been upgraded: the version is what the page must name
     meta_path = scratch.root / "results" / "b-default" / "meta.json"
     meta = json.loads(meta_path.read_text())
+    assert meta["adapters"]["raw-jsonrpc"]["runtime_version"] != "3.99.0"
     meta["adapters"]["raw-jsonrpc"]["runtime_version"] = "3.99.0"
     meta_path.write_text(json.dumps(meta))
     done = scratch.harness("publish", "--out", str(scratch.root / "site"))
@@ -43,7 +45,7 @@ def test_the_index_lists_every_run_newest_first_with_versions_counts_and_changes
     newest, oldest = index["runs"]
     assert newest["predecessor"] == "a-short" and newest["changes"] == "changes/a-short..b-default.html"
     assert oldest["predecessor"] is None and oldest["changes"] is None
-    assert newest["outcomes"] == {"pass": 4} and oldest["outcomes"] == {"pass": 2, "timeout": 2}
+    assert newest["outcomes"] == {"pass": 2} and oldest["outcomes"] == {"timeout": 2}
     assert newest["clients"]["raw-jsonrpc"]["runtime_version"] == "3.99.0"
     assert (out / "runs" / "a-short" / "index.html").is_file() and (out / "latest" / "index.html").is_file()
     assert "b-default" in (out / "latest" / "index.html").read_text()
@@ -52,10 +54,12 @@ def test_the_index_lists_every_run_newest_first_with_versions_counts_and_changes
 
 
 def test_the_changes_page_groups_cells_by_transition_and_names_the_version_that_changed(site):
-    _, out = site
+    scratch, out = site
     page = (out / "changes" / "a-short..b-default.html").read_text()
-    assert "4 cells in both runs; 2 changed" in page
-    assert "raw-jsonrpc runtime 3.11.7 → 3.99.0: 2 cells timeout → pass" in page
+    assert "2 cells in both runs; 2 changed" in page
+    before = json.loads((scratch.root / "results" / "a-short" / "meta.json").read_text())
+    runtime = before["adapters"]["raw-jsonrpc"]["runtime_version"]
+    assert f"raw-jsonrpc runtime {runtime} → 3.99.0: 2 cells timeout → pass" in page
     assert page.count("timeout → pass") == 2, "the headline and the one transition row"
     keys = re.findall(r'href="\.\./runs/b-default/cells/([^"]+)\.html"', page)
     assert sorted(keys) == [
@@ -66,7 +70,7 @@ def test_the_changes_page_groups_cells_by_transition_and_names_the_version_that_
 def test_badges_are_shields_endpoint_json_per_column(site):
     _, out = site
     badge = json.loads((out / "badges" / "raw-jsonrpc.json").read_text())
-    assert badge == {"schemaVersion": 1, "label": "raw-jsonrpc", "message": "4/4 pass", "color": "informational"}
+    assert badge == {"schemaVersion": 1, "label": "raw-jsonrpc", "message": "2/2 pass", "color": "informational"}
 
 
 def test_every_link_is_relative_and_resolves_inside_the_site(site):

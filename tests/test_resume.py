@@ -17,11 +17,14 @@ from .conftest import REPO
 
 
 def _wait_for_records(path, count: int, timeout_s: float = 120) -> None:
+    """Until ``path`` holds ``count`` records; a failure (not a silent return) after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if path.exists() and len(path.read_text().splitlines()) >= count:
             return
         time.sleep(0.05)
+    held = len(path.read_text().splitlines()) if path.exists() else 0
+    raise AssertionError(f"{path}: {held} of {count} records after {timeout_s:.0f} s")
 
 
 @pytest.mark.slow

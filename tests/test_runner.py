@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,6 @@ from .conftest import Checkout
 
 def test_bad_adapters_are_contained(checkout):
     scratch = checkout("raw-jsonrpc", "hang", "crash", "garbage")
-    started = time.monotonic()
     scratch.harness(
         "run",
         "--run-id",
@@ -31,7 +29,6 @@ def test_bad_adapters_are_contained(checkout):
         "--protocol",
         "2025-11-25",
     )
-    elapsed = time.monotonic() - started
     rows = scratch.rows("faults")
     assert len(rows) == 4 * 2 * 2
     for case in ("ok", "type-swap"):
@@ -45,7 +42,9 @@ def test_bad_adapters_are_contained(checkout):
             assert "invalid observation" in garbage["error_message"]
             assert "observation.raw.json: not valid JSON" in garbage["error_message"]
             assert rows[("raw-jsonrpc", case, schema)]["outcome"] == "pass"
-    assert elapsed < 60, "four 3-second timeouts on two workers must not take long"
+    for record in scratch.records("faults"):
+        if record["adapter"] == "hang":  # killed at its budget, not after the hang
+            assert record["process"]["wall_ms"] < record["budget_ms"] + 10_000, record["key"]
     assert scratch.processes_left() == [], "the hanging adapter and the server it started are gone"
 
 

@@ -411,7 +411,8 @@ def test_cancel_stops_the_producer(transport_run):
     cancels = [e for e in record["journal"] if e.get("method") == "notifications/cancelled"]
     assert len(cancels) == 1 and cancels[0]["params"]["requestId"] == 2
     [observed] = events(record, "cancel-observed")
-    assert observed["producer_stopped"] is True and 800 <= observed["after_ms"] <= 3000
+    # the cancel comes 1 s after the call; the producer's 8 s of ticks end early
+    assert observed["producer_stopped"] is True and 800 <= observed["after_ms"] < 8000
     assert record["observation"]["calls"][0]["cancelled_after_ms"] is not None
     assert record["observation"]["followup"]["status"] == "returned"
 

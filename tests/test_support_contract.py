@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import io
 import json
 import os
@@ -19,13 +20,15 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from .conftest import REPO, Checkout
+
 SUPPORT = REPO / "clients" / "_support"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "contract"
 RUNNER = Path(__file__).resolve().parent / "support_contract_runner.mjs"
@@ -254,14 +257,18 @@ sys.exit(framework_driver.main(["fake", cell_path, out], started, "", 0.5, {}, l
 
 
 @functools.cache
-def python_with_anyio() -> str | None:
-    """This interpreter if it has ``anyio``, else the first adapter environment's that does."""
-    candidates = [sys.executable, *sorted(str(p) for p in (REPO / ".envs").glob("*/bin/python"))]
-    for python in candidates:
-        probe = subprocess.run([python, "-c", "import anyio"], capture_output=True, timeout=30)
-        if probe.returncode == 0:
-            return python
-    return None
+def python_with_anyio() -> str:
+    """This interpreter if it has ``anyio`` (framework_driver.py's dependency), else the ``python-mcp``
+    adapter's environment (the SDK depends on it), prepared here when no earlier test built it."""
+    if importlib.util.find_spec("anyio") is not None:
+        return sys.executable
+    Checkout(Path(tempfile.mkdtemp(prefix="mcpcm-anyio-")) / "checkout", ["python-mcp"]).harness(
+        "prepare", "--adapter", "python-mcp"
+    )
+    python = str(REPO / ".envs" / "python-mcp" / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import anyio"], capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0, f"{python} has no anyio: {probe.stderr[-2000:]}"
+    return python
 
 
 @pytest.mark.parametrize("runtime", ["python", "node"])
@@ -270,8 +277,6 @@ def test_framework_driver_after_a_failed_listing(runtime: str, tmp_path: Path) -
     out = tmp_path / "observation.json"
     if runtime == "python":
         python = python_with_anyio()
-        if python is None:
-            pytest.skip("no Python with anyio (framework_driver.py's dependency) here or in .envs")
         cell = tmp_path / "cell.json"
         cell.write_text(json.dumps(fixture["cell"]), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(SUPPORT)}

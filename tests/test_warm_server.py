@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import pytest
 
@@ -92,11 +91,13 @@ def test_a_server_that_ends_without_its_ready_line_is_reported_at_once(tmp_path)
     files = CellFiles(tmp_path / "cell")
     worker = workers.Worker(warm_server.worker_command(layout), cwd=REPO, env=dict(os.environ), log=tmp_path / "log")
     try:
-        started = time.monotonic()
         options = ["--case", "no-such-case", "--transport", "http-json"]
-        with pytest.raises(ServiceError, match="printed nothing"), warm_server.serve(worker, options, files, layout):
+        # its exit ends the wait, not the ready timeout: the error has the exit code of a server that is gone
+        with (
+            pytest.raises(ServiceError, match=r"printed nothing .*\(exit code [0-9]+\)"),
+            warm_server.serve(worker, options, files, layout),
+        ):
             pass
-        assert time.monotonic() - started < 5, "its exit ends the wait, not the ready timeout"
         assert "unknown case 'no-such-case'" in files.server_stderr.read_text()
         assert not (files.directory / warm_server.STDOUT_FIFO).exists()
     finally:

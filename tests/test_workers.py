@@ -155,7 +155,7 @@ def test_the_budget_kills_the_child_and_its_group(tmp_path):
     finally:
         worker.close()
     assert finished.timed_out and finished.exit_code is None
-    assert elapsed < 5
+    assert elapsed < 60, "killed at its 1.5 s budget, not after its child's 300 s"
     assert after.timed_out, "the same adapter hangs again"
     for name in ("hang", "after"):
         for pid in json.loads((tmp_path / name / "pids.json").read_text()):
