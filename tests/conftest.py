@@ -7,6 +7,8 @@ Real adapters are linked in from the repository (their cached environments in ``
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -25,6 +27,7 @@ class Checkout:
 
     def __init__(self, root: Path, adapters: list[str]) -> None:
         self.root = root
+        self._frames: dict[str, tuple[tuple[int, int], Any]] = {}
         (root / "clients").mkdir(parents=True)
         (root / "clients" / "_support").symlink_to(REPO / "clients" / "_support")
         (root / "servers").symlink_to(REPO / "servers")
@@ -56,6 +59,24 @@ class Checkout:
             raise AssertionError(f"harness {' '.join(args)} exited {done.returncode}:\n{done.stderr[-4000:]}")
         return done
 
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``harness.cli.main(["--root", <checkout>, *ARGS])`` in this process, its output captured:
+        for commands that answer without running a cell (``list``, a usage error, a report), which
+        need no fresh interpreter importing pandas again. A command that runs cells goes through
+        :meth:`harness` (signals, process groups and exit are a process's own)."""
+        from harness import cli
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(["--root", str(self.root), *args])
+            except SystemExit as exc:  # argparse's usage errors and --help
+                code = exc.code if isinstance(exc.code, int) else 2
+        done = subprocess.CompletedProcess(["harness", *args], code, out.getvalue(), err.getvalue())
+        if check and code != 0:
+            raise AssertionError(f"harness {' '.join(args)} exited {code}:\n{done.stderr[-4000:]}")
+        return done
+
     def records(self, run_id: str) -> list[dict[str, Any]]:
         path = self.root / "results" / run_id / "cells.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()]
@@ -69,11 +90,18 @@ class Checkout:
         self, run_id: str, transport: str = "stdio", protocol: str = "2025-11-25"
     ) -> dict[tuple[str, str, str], dict[str, Any]]:
         """Classified rows of one transport and protocol revision keyed by (client, case, schema),
-        from the rendered CSV."""
+        from the rendered CSV (rendered once for each state of the run's records)."""
         import pandas as pd
 
-        self.harness("report", "--run", run_id)
-        frame = pd.read_csv(self.root / "reports" / "data" / "cells.csv", keep_default_na=False)
+        cells = self.root / "results" / run_id / "cells.jsonl"
+        state = (cells.stat().st_mtime_ns, cells.stat().st_size)
+        if run_id not in self._frames or self._frames[run_id][0] != state:
+            self.cli("report", "--run", run_id)
+            self._frames[run_id] = (
+                state,
+                pd.read_csv(self.root / "reports" / "data" / "cells.csv", keep_default_na=False),
+            )
+        frame = self._frames[run_id][1]
         return {
             (r["client"], r["case"], r["schema"]): r
             for r in frame.to_dict("records")

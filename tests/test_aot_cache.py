@@ -53,6 +53,6 @@ def test_a_java_column_from_its_caches_gives_the_cells_of_one_jvm_per_cell(check
     assert scratch.meta("cold")["adapters"]["java-sdk"]["isolation"] == "process (--isolation process)"
     observed = {record["observation"]["runtime_version"] for run in ("warm", "cold") for record in scratch.records(run)}
     assert observed == {java_sdk.jdk.rsplit(".", 1)[0]}, "warm or cold, the cells ran on the pinned JDK"
-    done = scratch.harness("diff", "--require-same-cells", "warm", "cold")
+    done = scratch.cli("diff", "--require-same-cells", "warm", "cold")
     assert done.stdout.strip().endswith("0 differ"), done.stdout
     assert scratch.processes_left() == []

@@ -48,13 +48,13 @@ def test_the_baseline_is_one_reviewable_yaml_file_per_adapter(scratch):
 
 
 def test_the_run_it_came_from_matches_it(scratch):
-    done = scratch.harness("baseline", "check", "--run", "base")
+    done = scratch.cli("baseline", "check", "--run", "base")
     assert done.returncode == 0
     assert done.stdout.startswith("4 cells of run base checked against the baselines: 0 differ")
 
 
 def test_a_run_whose_outcomes_differ_fails_listing_every_cell(scratch):
-    done = scratch.harness("baseline", "check", "--run", "short", check=False)
+    done = scratch.cli("baseline", "check", "--run", "short", check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("2 cells of run short checked against the baselines: 2 differ")
@@ -68,7 +68,7 @@ def test_cells_without_an_entry_and_stale_entries_fail(scratch):
     gone = "raw-jsonrpc--default--no-such-case--advertised--stdio--2025-11-25"
     path.write_text(original + f"  {gone}: reject\n")
     try:
-        done = scratch.harness("baseline", "check", "--run", "more", check=False)
+        done = scratch.cli("baseline", "check", "--run", "more", check=False)
     finally:
         path.write_text(original)
     assert done.returncode == 1
@@ -89,7 +89,7 @@ def test_cells_without_an_entry_and_stale_entries_fail(scratch):
 )
 def test_a_bad_baseline_file_is_one_line(scratch, tmp_path, content, needle):
     (tmp_path / "raw-jsonrpc.yaml").write_text(content)
-    done = scratch.harness("baseline", "check", "--run", "base", "--dir", str(tmp_path), check=False)
+    done = scratch.cli("baseline", "check", "--run", "base", "--dir", str(tmp_path), check=False)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "raw-jsonrpc.yaml" in lines[0], done.stderr

@@ -231,7 +231,7 @@ def test_probe_finds_the_configured_stdio_buffer_limit(checkout):
     assert small["smallest_rejected"] == small["largest_accepted"] + 1
     assert 1_000_000 <= small["largest_accepted"] <= 1_048_576 + 1
     assert results[("ts-sdk/call-only", "text")]["no_limit_up_to"] == 2 * 1024 * 1024
-    scratch.harness("report", "--run", "b")
+    scratch.cli("report", "--run", "b")
     assert "Largest frame accepted on stdio" in (scratch.root / "reports" / "index.html").read_text()
     assert scratch.processes_left() == []
 

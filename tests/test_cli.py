@@ -73,7 +73,7 @@ def test_unknown_kind_and_empty_selection_write_nothing(checkout):
     assert_one_line_error(
         scratch.harness("run", "--run-id", "empty", *empty, check=False), "no cells", "--family transport"
     )
-    assert_one_line_error(scratch.harness("list", *empty, check=False), "no cells")
+    assert_one_line_error(scratch.cli("list", *empty, check=False), "no cells")
     assert sorted(p.name for p in (scratch.root / "results").iterdir()) == ["first", "latest"]
     assert (scratch.root / "results" / "latest").read_text() == latest
 
@@ -81,9 +81,9 @@ def test_unknown_kind_and_empty_selection_write_nothing(checkout):
 def test_a_broken_adapter_directory_is_reported_and_the_rest_runs(checkout):
     scratch = checkout("raw-jsonrpc")
     (scratch.root / "clients" / "empty-dir").mkdir()
-    only = scratch.harness("list", "--adapter", "raw-jsonrpc", "--case", "ok", "--protocol", "2025-11-25")
+    only = scratch.cli("list", "--adapter", "raw-jsonrpc", "--case", "ok", "--protocol", "2025-11-25")
     assert only.stdout.splitlines()[-1] == "6 cells" and "empty-dir" not in only.stdout
-    listing = scratch.harness("list", "--case", "ok")
+    listing = scratch.cli("list", "--case", "ok")
     assert re.search(r"^empty-dir\s+BROKEN\s+.*empty-dir/adapter.toml: missing", listing.stdout, re.MULTILINE)
 
     done = scratch.harness("run", "--run-id", "r", "--case", "ok", "--transport", "stdio", *LEGACY, check=False)
@@ -115,7 +115,7 @@ def test_an_unwritable_report_path_is_one_line(checkout, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     assert_one_line_error(
-        scratch.harness("report", "--out", str(blocker / "x"), check=False),
+        scratch.cli("report", "--out", str(blocker / "x"), check=False),
         f"cannot write the report to {blocker / 'x'}",
     )
 
@@ -137,20 +137,21 @@ def test_no_such_run_is_one_message_for_every_command(checkout):
         ("diff", "real", "nope"),
         ("run", "--resume", "nope"),
     ):
-        assert_one_line_error(scratch.harness(*command, check=False), "no such run 'nope' in", "runs: real")
+        call = scratch.cli if command[0] in ("report", "diff") else scratch.harness  # run and probe start processes
+        assert_one_line_error(call(*command, check=False), "no such run 'nope' in", "runs: real")
 
 
 def test_unknown_names_suggest_and_print_nothing_else(checkout):
     scratch = checkout("raw-jsonrpc", "pydantic-ai")
-    done = scratch.harness("list", "--case", "type-swp", check=False)
+    done = scratch.cli("list", "--case", "type-swp", check=False)
     assert_one_line_error(done, "unknown case 'type-swp'; did you mean 'type-swap'?", "catalog")
     assert done.stdout == "", "nothing is listed before the error"
     assert "ok, no-structured" not in done.stderr, "not every case id on one line"
     assert_one_line_error(
-        scratch.harness("list", "--adapter", "raw-jsonrcp", check=False), "did you mean 'raw-jsonrpc'?"
+        scratch.cli("list", "--adapter", "raw-jsonrcp", check=False), "did you mean 'raw-jsonrpc'?"
     )
     assert_one_line_error(
-        scratch.harness("list", "--kind", "framework", "--adapter", "raw-jsonrpc", check=False),
+        scratch.cli("list", "--kind", "framework", "--adapter", "raw-jsonrpc", check=False),
         "'raw-jsonrpc' is of kind sdk, excluded by --kind framework",
     )
 
@@ -233,14 +234,14 @@ def test_list_counts_the_cells_of_a_selection(checkout):
     """raw-jsonrpc declares both revisions, schema-only (a stdio fixture) only 2025-11-25: under
     2026-07-28 it runs the era case ``ok`` alone."""
     scratch = checkout("raw-jsonrpc", "schema-only")
-    listing = scratch.harness("list", "--case", "ok")
+    listing = scratch.cli("list", "--case", "ok")
     assert listing.stdout.splitlines()[-1] == "16 cells"
     assert re.search(r"^raw-jsonrpc\s+python\s+-\s+raw-jsonrpc$", listing.stdout, re.MULTILINE)
     for protocol in catalog.PROTOCOLS:
-        one = scratch.harness("list", "--case", "ok", "--protocol", protocol).stdout
+        one = scratch.cli("list", "--case", "ok", "--protocol", protocol).stdout
         assert one.splitlines()[-1] == "8 cells", protocol
     schema_cases = [case for case in catalog.CASES if case.family == "schema"]
-    meta = scratch.harness("list", "--adapter", "schema-only", "--family", "schema").stdout
+    meta = scratch.cli("list", "--adapter", "schema-only", "--family", "schema").stdout
     assert meta.splitlines()[-1] == f"{len(schema_cases) * 2 + 2} cells"
-    modern = scratch.harness("list", "--adapter", "schema-only", "--protocol", "2026-07-28").stdout
+    modern = scratch.cli("list", "--adapter", "schema-only", "--protocol", "2026-07-28").stdout
     assert modern.splitlines()[-1] == "2 cells"

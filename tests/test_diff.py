@@ -13,14 +13,14 @@ def test_diff_reports_changed_and_missing_cells(checkout):
     scratch.harness("run", "--run-id", "b", *common)
     scratch.harness("run", "--run-id", "starved", "--adapter", "raw-jsonrpc", "--budget-scale", "0.0005", *common)
 
-    same = scratch.harness("diff", "a", "b")
+    same = scratch.cli("diff", "a", "b")
     assert "2 cells in both runs; 0 differ" in same.stdout
     assert "2 cells only in b" in same.stdout
 
-    uneven = scratch.harness("diff", "a", "b", "--require-same-cells", check=False)
+    uneven = scratch.cli("diff", "a", "b", "--require-same-cells", check=False)
     assert uneven.returncode == 1
 
-    changed = scratch.harness("diff", "a", "starved", check=False)
+    changed = scratch.cli("diff", "a", "starved", check=False)
     assert changed.returncode == 1
     assert "2 differ" in changed.stdout
     assert (
@@ -28,5 +28,5 @@ def test_diff_reports_changed_and_missing_cells(checkout):
         in changed.stdout
     )
 
-    missing = scratch.harness("diff", "a", "nope", check=False)
+    missing = scratch.cli("diff", "a", "nope", check=False)
     assert missing.returncode == 2 and "no such run" in missing.stderr

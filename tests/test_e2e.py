@@ -200,7 +200,7 @@ def test_columns_that_declare_2026_07_28_speak_it_and_the_others_show_what_they_
 
 def test_the_report_names_the_spoken_revision_and_the_cells_not_asked(modern_slice):
     scratch = modern_slice
-    scratch.harness("report", "--run", "m")
+    scratch.cli("report", "--run", "m")
     reports = scratch.root / "reports"
     index = (reports / "index.html").read_text()
     assert "spoke 2025-11-25" in index, "a handshake-era column's era cell says what it spoke"

@@ -89,7 +89,7 @@ LINK_REACHED = {"claude-code": True, "codex": True, "gemini-cli": True, "opencod
 @pytest.mark.slow
 def test_each_host_hands_its_model_what_it_measured_offline_in_its_own_namespace(checkout):
     scratch = checkout(*HOSTS, "raw-jsonrpc")
-    listed = scratch.harness("list", "--case", "ok").stdout
+    listed = scratch.cli("list", "--case", "ok").stdout
     assert not any(host in listed for host in HOSTS), "hosts run on request only"
     cases = ["--case", "diverge", "--case", "iserror-plain", "--case", "text-9mib", "--case", "resource-link"]
     stdio = ("--transport", "stdio", "--protocol", "2025-11-25")

@@ -32,7 +32,7 @@ def shards(tmp_path_factory):
 def test_merged_shards_equal_the_unsharded_run_cell_for_cell(shards):
     done = shards.harness("merge", "s1", "s2", "s3", "s4", "--run-id", "merged")
     assert "merged 4 runs into merged: 12 cells" in done.stderr
-    compared = shards.harness("diff", "--require-same-cells", "whole", "merged")
+    compared = shards.cli("diff", "--require-same-cells", "whole", "merged")
     assert compared.stdout.startswith("12 cells in both runs; 0 differ"), compared.stdout
     meta = json.loads((shards.root / "results" / "merged" / "meta.json").read_text())
     assert meta["merged_from"] == ["s1", "s2", "s3", "s4"]
@@ -41,7 +41,7 @@ def test_merged_shards_equal_the_unsharded_run_cell_for_cell(shards):
         assert (shards.root / "results" / "merged" / "cells" / record["key"] / "journal.jsonl").is_file()
     assert (shards.root / "results" / "latest").read_text().strip() == "merged"
     for run_id, out in (("whole", "r-whole"), ("merged", "r-merged")):
-        shards.harness("report", "--run", run_id, "--out", str(shards.root / out))
+        shards.cli("report", "--run", run_id, "--out", str(shards.root / out))
     pages = {out: sorted(p.name for p in (shards.root / out / "cells").iterdir()) for out in ("r-whole", "r-merged")}
     assert pages["r-whole"] == pages["r-merged"] and len(pages["r-whole"]) == 12
 

@@ -175,9 +175,9 @@ def test_a_bad_case_file_is_one_line_and_nothing_is_written(tmp_path, files, nee
 def test_a_case_selection_names_the_recorded_cases(tmp_path):
     scratch = Checkout(tmp_path / "checkout", ["raw-jsonrpc"])
     (tmp_path / "count.json").write_text(json.dumps(_case()))
-    listed = scratch.harness("list", "--case-file", str(tmp_path / "count.json"))
+    listed = scratch.cli("list", "--case-file", str(tmp_path / "count.json"))
     assert listed.stdout.strip().endswith("3 cells"), "schema mode none, three transports"
-    done = scratch.harness("list", "--case-file", str(tmp_path / "count.json"), "--case", "ok", check=False)
+    done = scratch.cli("list", "--case-file", str(tmp_path / "count.json"), "--case", "ok", check=False)
     assert done.returncode == 2 and "unknown case 'ok'" in done.stderr and "rec-count" in done.stderr
 
 
@@ -191,7 +191,7 @@ def test_live_mode_runs_the_case_against_the_user_s_server_and_agrees_with_the_r
     scratch.harness("run", *common, "--run-id", "live", "--server-cmd", shlex.join(server),
                     "--env", "INVENTORY_TOKEN=not-in-the-results")  # fmt: skip
 
-    compared = scratch.harness("diff", "replay", "live", check=False)
+    compared = scratch.cli("diff", "replay", "live", check=False)
     assert compared.returncode == 0, compared.stdout + compared.stderr
     assert "0 differ" in compared.stdout + compared.stderr
     records = {r["key"]: r for r in scratch.records("live")}
@@ -210,7 +210,7 @@ def test_live_mode_runs_the_case_against_the_user_s_server_and_agrees_with_the_r
     assert meta["settings"]["live"]["env_keys"] == ["INVENTORY_TOKEN"]
     assert not list(run_dir.rglob("live.json")), "the server's environment is removed with each cell"
     assert not [p for p in run_dir.rglob("*") if p.is_file() and b"not-in-the-results" in p.read_bytes()]
-    scratch.harness("report", "--run", "live")
+    scratch.cli("report", "--run", "live")
     reports = scratch.root / "reports"
     evidence = (reports / "cells" / "python-mcp--list-first--rec-stock--advertised--stdio--2025-11-25.html").read_text()
     assert "Live: the user&#39;s own server answered" in evidence
@@ -265,7 +265,7 @@ def test_live_mode_over_http_goes_through_the_recording_proxy_and_agrees_with_th
         scratch.harness("run", *common, "--transport", transport, "--run-id", "replay")
         scratch.harness("run", *common, "--run-id", "live", "--server-url", url)
 
-    compared = scratch.harness("diff", "replay", "live", check=False)
+    compared = scratch.cli("diff", "replay", "live", check=False)
     assert compared.returncode == 0, compared.stdout + compared.stderr
     assert compared.stdout.startswith("5 cells in both runs; 0 differ"), "the replay also has the schema hidden"
     records = {r["key"]: r for r in scratch.records("live")}
@@ -283,7 +283,7 @@ def test_live_mode_over_http_goes_through_the_recording_proxy_and_agrees_with_th
     assert answer["http"]["content_type"].startswith(framing) and answer["http"]["status"] == 200
     meta = json.loads((scratch.root / "results" / "live" / "meta.json").read_text())
     assert meta["settings"]["live"]["url"] == url and meta["settings"]["live"]["transport"] == transport
-    scratch.harness("report", "--run", "live")
+    scratch.cli("report", "--run", "live")
     evidence = (scratch.root / "reports" / "cells" / f"{next(iter(records))}.html").read_text()
     assert "through the harness&#39;s recording reverse proxy" in evidence
     assert scratch.processes_left() == []

@@ -62,7 +62,7 @@ def test_report_escapes_client_text_and_links_relatively(checkout):
         "--protocol",
         "2025-11-25",
     )
-    scratch.harness("report", "--run", "rep")
+    scratch.cli("report", "--run", "rep")
     reports = scratch.root / "reports"
     index = (reports / "index.html").read_text()
     assert "<script>alert(" not in index
@@ -83,7 +83,7 @@ def test_report_escapes_client_text_and_links_relatively(checkout):
 def test_data_files_have_the_documented_columns(checkout):
     scratch = checkout("raw-jsonrpc")
     scratch.harness("run", "--run-id", "data", "--case", "type-swap", "--transport", "stdio")
-    scratch.harness("report", "--run", "data")
+    scratch.cli("report", "--run", "data")
     frame = pd.read_csv(scratch.root / "reports" / "data" / "cells.csv")
     assert set(frame.columns) >= REQUIRED_COLUMNS
     assert set(frame["schema"]) == {"advertised", "hidden"}
@@ -96,7 +96,7 @@ def test_data_files_have_the_documented_columns(checkout):
 def test_control_characters_from_a_client_are_shown_as_markers(checkout):
     scratch = checkout("garbage")
     scratch.harness("run", "--run-id", "ctl", "--case", "ok", "--transport", "stdio", "--protocol", "2025-11-25")
-    scratch.harness("report", "--run", "ctl")
+    scratch.cli("report", "--run", "ctl")
     written = list((scratch.root / "reports").rglob("*.html"))
     assert len(written) == 1 + 1 + 2, "index, model view, one evidence page per schema mode"
     for page in written:

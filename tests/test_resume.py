@@ -32,7 +32,7 @@ def test_kill_and_resume_records_every_cell_once(checkout):
     """The resumed run keeps the run's own selection, its protocol revision included."""
     scratch = checkout("raw-jsonrpc")
     selection = ["--family", "schema", "--transport", "stdio", "--protocol", "2026-07-28"]
-    total = int(scratch.harness("list", *selection).stdout.splitlines()[-1].split()[0])
+    total = int(scratch.cli("list", *selection).stdout.splitlines()[-1].split()[0])
     assert total == 2 * sum(case.family == "schema" for case in catalog.CASES)
     command = scratch.argv("run", "--run-id", "r", *selection, "--jobs", "1")
     run = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

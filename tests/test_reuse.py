@@ -54,9 +54,9 @@ def test_a_second_run_reuses_every_cell_with_its_evidence_and_fresh_runs_them_al
         assert (new / "observation.json").stat().st_ino == (old / "observation.json").stat().st_ino, "hard-linked"
     first = {record["key"]: record for record in scratch.records("first")}
     assert all(record["finished_at"] == first[record["key"]]["finished_at"] for record in scratch.records("second"))
-    assert scratch.harness("diff", "first", "second").stdout.startswith("6 cells in both runs; 0 differ")
+    assert scratch.cli("diff", "first", "second").stdout.startswith("6 cells in both runs; 0 differ")
 
-    scratch.harness("report", "--run", "second")
+    scratch.cli("report", "--run", "second")
     page = (scratch.root / "reports" / "index.html").read_text()
     assert "6 cells: 0 ran, 6 reused from first" in page
     evidence = next((scratch.root / "reports" / "cells").glob("*.html")).read_text()
@@ -66,7 +66,7 @@ def test_a_second_run_reuses_every_cell_with_its_evidence_and_fresh_runs_them_al
     assert "reuse:" not in third.stderr and "6 cells ran in" in third.stderr
     assert set(_reused(scratch, "third").values()) == {None}
     assert scratch.meta("third")["settings"]["fresh"] is True
-    assert scratch.harness("diff", "second", "third").stdout.startswith("6 cells in both runs; 0 differ")
+    assert scratch.cli("diff", "second", "third").stdout.startswith("6 cells in both runs; 0 differ")
 
 
 def test_a_change_to_an_adapter_runs_its_cells_and_says_why(checkout):
@@ -257,7 +257,7 @@ def test_shards_of_one_history_split_alike_and_merge(checkout):
     keys = [set(_reused(scratch, f"s{index}")) for index in (1, 2)]
     assert not keys[0] & keys[1] and keys[0] | keys[1] == set(_reused(scratch, "whole"))
     scratch.harness("merge", "s1", "s2", "--run-id", "merged")
-    assert scratch.harness("diff", "whole", "merged", "--require-same-cells").returncode == 0
+    assert scratch.cli("diff", "whole", "merged", "--require-same-cells").returncode == 0
     assert (scratch.root / "results" / "merged" / reuse.INDEX_FILE).is_file(), "a merged run is a source too"
 
 

@@ -30,7 +30,7 @@ def test_shards_of_the_whole_matrix_partition_it():
 def test_sharded_runs_record_disjoint_parts_of_the_selection(checkout):
     scratch = checkout("raw-jsonrpc")
     selection = ["--adapter", "raw-jsonrpc", "--case", "ok", "--case", "type-swap", "--transport", "stdio"]
-    listed = scratch.harness("list", *selection).stdout.strip().splitlines()[-1]
+    listed = scratch.cli("list", *selection).stdout.strip().splitlines()[-1]
     total = int(re.fullmatch(r"(\d+) cells", listed).group(1))
     unsharded = {
         cell.key

@@ -187,6 +187,6 @@ def test_a_node_column_starts_from_its_snapshot_and_sees_what_a_process_sees(che
         meta = json.loads((scratch.root / "results" / isolation / "meta.json").read_text())
         isolations[isolation] = meta["adapters"]["ts-sdk"]["isolation"]
     assert isolations == {"worker": "snapshot", "process": "process (--isolation process)"}
-    diff = scratch.harness("diff", "--require-same-cells", "worker", "process")
+    diff = scratch.cli("diff", "--require-same-cells", "worker", "process")
     assert "4 cells in both runs; 0 differ" in diff.stdout + diff.stderr
     assert scratch.processes_left() == []

@@ -37,7 +37,7 @@ def test_a_sweep_runs_each_release_as_its_own_column_and_reports_what_changed(tm
             outcomes[(f"ts-sdk@{version}", "call-only", "ok", "advertised")]["observation"]["calls"][0]["status"]
             == "returned"
         )
-    scratch.harness("report", "--run", "sweep")
+    scratch.cli("report", "--run", "sweep")
     page = (scratch.root / "reports" / "versions.html").read_text()
     assert f"ts-sdk/call-only <small>@modelcontextprotocol/sdk: {OLD}, {NEW}</small>" in page
     assert "1.30.0: pass → disconnect" in page.split("ts-sdk/call-only")[1].split("<h2>")[0], "12 MiB, from 1.30.0 on"
