@@ -520,7 +520,7 @@ def _edited(clone: Path, path: str, old: str, new: str | None = None) -> str:
 PLAN = """
 import json, sys
 from pathlib import Path
-from harness import backends, inputs, reuse, runs
+from harness.run import backends, inputs, reuse, runs
 from harness.layout import Layout
 layout = Layout(Path.cwd())
 planned = runs.plan(layout, runs.Request(), "planned")
