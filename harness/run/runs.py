@@ -1,4 +1,5 @@
-"""Run orchestration: choose the adapters and cells, create or resume a run, run it, probe it.
+"""Run orchestration: choose the adapters and cells, create or resume a run, and run it (the probe
+of a finished run is :mod:`harness.probe.command`'s).
 
 The command line (:mod:`harness.cli`) parses flags into a :class:`Request` and calls these; they
 raise :class:`~harness.errors.UsageError` for bad input before anything is written (an unknown
