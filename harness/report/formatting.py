@@ -83,6 +83,47 @@ def toolchain_versions(meta: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def run_header(meta: Mapping[str, Any], conformance: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What every run page's header says, as plain strings: the run, where and on what it ran, the
+    reference server's conformance result, and on the docker backend each adapter's image."""
+    settings = meta.get("settings") or {}
+    isolation = settings.get("isolation")
+    nodes = node_releases(meta)
+    platform = [
+        f"{meta.get('backend')} backend" + (f" ({isolation} isolation)" if isolation else ""),
+        str(meta.get("os")),
+        f"Python {meta.get('python')}",
+        "Node " + (", ".join(nodes) if nodes else str(meta.get("node") or "n/a")),
+        *toolchain_versions(meta),
+    ]
+    incomplete = "" if meta.get("finished") else " (incomplete: interrupted or still running)"
+    commit = str(meta.get("harness_commit"))
+    header: dict[str, Any] = {
+        "run": f"run {meta.get('run_id')}{incomplete} · {meta.get('started')} · harness {commit[:12]}",
+        "platform": " · ".join(platform),
+        "conformance": None,
+        "images": None,
+    }
+    if conformance:
+        counts = conformance["counts"]
+        by_revision = counts.get("by_revision") or {}
+        passed = [
+            f"{c['passed']}/{c['scenarios']} server scenarios passed at {revision}"
+            for revision, c in by_revision.items()
+        ]
+        header["conformance"] = {
+            "suite": f"{conformance['conformance']['package']}@{conformance['conformance']['version']}",
+            "passed": ", ".join(passed) or f"{counts['passed']}/{counts['scenarios']} server scenarios passed",
+            "date": conformance.get("date"),
+        }
+    if meta.get("backend") == "docker":
+        header["images"] = " · ".join(
+            f"{info.get('image') or name + ' (none)'} = {(info.get('image_id') or '')[:19]}"
+            for name, info in (meta.get("adapters") or {}).items()
+        )
+    return header
+
+
 def plain_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """The rows of ``frame`` as dicts of plain Python values; a missing value (NaN, NA) is ``None``."""
     records: list[dict[str, Any]] = frame.astype(object).where(frame.notna(), None).to_dict("records")

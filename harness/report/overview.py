@@ -8,7 +8,8 @@
 - :func:`bar`: a column's outcome counts as the segments of a stacked bar (inline SVG);
 - :func:`boundary_chart`: the largest accepted stdio frames on a linear scale with the 10 MiB line.
 
-Everything here is data for the templates; the SVG is drawn by them, from no network.
+Everything here is data for the templates, coordinates included: the templates print it as SVG, from
+no network.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ LETTERS = {
 }
 BAR_WIDTH = 160
 CHART_WIDTH = 320
+LABEL_WIDTH = 220
+"""Where the boundary chart's bars start: the column names are left of it."""
+ROW_HEIGHT = 40
+BAR_STEP = 12
+BAR_HEIGHT = 10
 CHART_MAX = 64 * 1024 * 1024
 """The chart's scale: the probe's largest frame (``--max-bytes``'s default)."""
 TEN_MIB = 10 * 1024 * 1024
@@ -107,7 +113,9 @@ def bar(counts: dict[str, int], width: int = BAR_WIDTH) -> list[dict[str, Any]]:
 
 
 def boundary_chart(results: list[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str, Any]:
-    """Bars of the largest accepted frame per column and payload kind, and where 10 MiB is."""
+    """Bars of the largest accepted frame per column and payload kind, and where 10 MiB is, with
+    every coordinate the SVG needs: a row of ``ROW_HEIGHT`` per column, its label left, a bar of
+    ``BAR_HEIGHT`` per payload kind from ``LABEL_WIDTH`` on, its value after it."""
     by_column: dict[str, dict[str, dict[str, Any]]] = {}
     for result in results:
         accepted = result.get("largest_accepted") or result.get("no_limit_up_to") or 0
@@ -117,10 +125,28 @@ def boundary_chart(results: list[dict[str, Any]], kinds: tuple[str, ...]) -> dic
             "label": f"{accepted:,}{'+' if open_ended else ''}" if accepted else "none",
             "open": open_ended,
         }
+    rows = []
+    for index, (client, found) in enumerate(by_column.items()):
+        top = index * ROW_HEIGHT + 4
+        bars = []
+        for slot, kind in enumerate(kinds):
+            bar = found.get(kind)
+            if bar:
+                y = top + slot * BAR_STEP
+                bars.append(
+                    {"kind": kind, **bar, "y": y, "value_x": round(LABEL_WIDTH + 4 + bar["width"], 2), "value_y": y + 9}
+                )
+        rows.append({"client": client, "label_y": top + 20, "bars": bars})
+    ten_mib = round(CHART_WIDTH * TEN_MIB / CHART_MAX, 2)
+    bottom = len(rows) * ROW_HEIGHT
     return {
-        "rows": [
-            {"client": client, "kinds": [(k, found.get(k)) for k in kinds]} for client, found in by_column.items()
-        ],
-        "width": CHART_WIDTH,
-        "ten_mib": round(CHART_WIDTH * TEN_MIB / CHART_MAX, 2),
+        "rows": rows,
+        "width": CHART_WIDTH + 330,
+        "height": bottom + 24,
+        "bar_x": LABEL_WIDTH,
+        "bar_height": BAR_HEIGHT,
+        "limit_x": round(LABEL_WIDTH + ten_mib, 2),
+        "limit_bottom": bottom + 4,
+        "limit_label_x": round(LABEL_WIDTH + 4 + ten_mib, 2),
+        "limit_label_y": bottom + 18,
     }

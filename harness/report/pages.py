@@ -103,8 +103,6 @@ def environment() -> jinja2.Environment:
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str)
     env.filters["known"] = formatting.known
     env.filters["counted"] = formatting.counted
-    env.filters["node_releases"] = formatting.node_releases
-    env.filters["toolchains"] = formatting.toolchain_versions
     return env
 
 
@@ -303,7 +301,11 @@ class RunView:
     @property
     def header(self) -> dict[str, Any]:
         """What every page's header shows."""
-        return {"meta": self.meta, "conformance": self.conformance}
+        return {
+            "meta": self.meta,
+            "conformance": self.conformance,
+            "header": formatting.run_header(self.meta, self.conformance),
+        }
 
 
 def _view(run: RunStore, conformance: dict[str, Any] | None) -> RunView:
