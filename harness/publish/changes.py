@@ -21,6 +21,7 @@ from typing import Any, cast
 import pandas as pd
 
 from harness.classify.outcomes import cells_frame
+from harness.matrix.catalog import Protocol, SchemaMode, Transport
 from harness.run.store import RunStore
 
 from . import diff
@@ -33,9 +34,9 @@ class Cell:
     key_a: str
     key_b: str
     case: str
-    schema: str
-    transport: str
-    protocol: str
+    schema: SchemaMode
+    transport: Transport
+    protocol: Protocol
 
 
 @dataclass(frozen=True)
@@ -138,8 +139,8 @@ def between(a: RunStore, b: RunStore, frames: Mapping[str, pd.DataFrame] | None 
     for values in found.differing.to_dict("records"):
         row, before = right.loc[values["key"]], left.loc[values["key"]]
         cell = Cell(
-            str(before["run_key"]), str(row["run_key"]), str(row["case"]), str(row["schema"]), str(row["transport"]),
-            str(row["protocol"]),
+            str(before["run_key"]), str(row["run_key"]), str(row["case"]), cast(SchemaMode, str(row["schema"])),
+            cast(Transport, str(row["transport"])), cast(Protocol, str(row["protocol"])),
         )  # fmt: skip
         grouped.setdefault((str(row["client"]), str(row["base"]), _label(values)), []).append(cell)
     transitions = tuple(
