@@ -147,9 +147,7 @@ def test_unknown_names_suggest_and_print_nothing_else(checkout):
     assert_one_line_error(done, "unknown case 'type-swp'; did you mean 'type-swap'?", "catalog")
     assert done.stdout == "", "nothing is listed before the error"
     assert "ok, no-structured" not in done.stderr, "not every case id on one line"
-    assert_one_line_error(
-        scratch.cli("list", "--adapter", "raw-jsonrcp", check=False), "did you mean 'raw-jsonrpc'?"
-    )
+    assert_one_line_error(scratch.cli("list", "--adapter", "raw-jsonrcp", check=False), "did you mean 'raw-jsonrpc'?")
     assert_one_line_error(
         scratch.cli("list", "--kind", "framework", "--adapter", "raw-jsonrpc", check=False),
         "'raw-jsonrpc' is of kind sdk, excluded by --kind framework",
