@@ -626,37 +626,25 @@ JVM_SELECTION = ("--family", "schema", "--transport", "stdio", "--protocol", "20
 JVM_ADAPTERS = ("java-sdk", "kotlin-sdk")
 
 
-def _jvm_cells(root: Path, run_id: str, adapter: str, jobs: int) -> dict:
-    """One adapter's stdio schema cells run in the checkout ``root``: CPU per cell, the harness's own left out."""
+def _jvm_cells(root: Path, run_id: str, jobs: int, *selection: str) -> dict:
+    """The ``selection``'s cells run in the checkout ``root``: their CPU time, the harness's own left
+    out, in all and per cell, and the runtimes the observations name."""
     command = [str(root / ".nox" / "matrix" / "bin" / "python"), "-m", "harness", "--root", str(root)]
-    command += ["run", "--fresh", "--run-id", run_id, "--jobs", str(jobs), "--adapter", adapter, *JVM_SELECTION]
+    command += ["run", "--fresh", "--run-id", run_id, "--jobs", str(jobs), *selection]
     measured = _harness_run(command)
     records = list(store.RunStore(root / "results" / run_id).records())
+    cpu_s = measured.cpu_s - measured.harness_cpu_s
     runtimes = Counter(str((r.get("observation") or {}).get("runtime_version")) for r in records)
     return {
         "cells": len(records),
         "seconds": measured.seconds,
-        "cpu_seconds_per_cell": round((measured.cpu_s - measured.harness_cpu_s) / max(1, len(records)), 3),
+        "cpu_seconds": round(cpu_s, 1),
+        "cpu_seconds_per_cell": round(cpu_s / max(1, len(records)), 3),
         "runtime_versions": dict(runtimes),
     }
 
 
-def _jvm_columns(root: Path, run_id: str, jobs: int) -> dict:
-    """Every default cell of the Java and Kotlin SDK columns in the checkout ``root``: their CPU time,
-    the harness's own left out."""
-    command = [str(root / ".nox" / "matrix" / "bin" / "python"), "-m", "harness", "--root", str(root)]
-    command += ["run", "--fresh", "--run-id", run_id, "--jobs", str(jobs)]
-    command += [arg for name in JVM_ADAPTERS for arg in ("--adapter", name)]
-    measured = _harness_run(command)
-    records = list(store.RunStore(root / "results" / run_id).records())
-    return {
-        "cells": len(records),
-        "seconds": measured.seconds,
-        "cpu_seconds": round(measured.cpu_s - measured.harness_cpu_s, 1),
-    }
-
-
-def jvm_part(before: str, jobs: int, stamp: str, summary: dict | None = None) -> dict:
+def jvm_part(before: str, jobs: int, stamp: str, summary: dict) -> dict:
     """The Java and Kotlin SDK columns' stdio schema cells at ``before`` and here, then every default
     cell of the two columns on each side (module docstring, 8); ``summary`` gets what is found as it
     is found."""
@@ -670,17 +658,16 @@ def jvm_part(before: str, jobs: int, stamp: str, summary: dict | None = None) ->
             [*nox, "--", *adapters, "--case", "ok", "--run-id", f"jvm-{stamp}-warm-up"], cwd=root, check=True
         )
     found: dict = {"before": before, "clone": str(clone)}
-    if summary is not None:
-        summary["jvm"] = found
+    summary["jvm"] = found
     for adapter in JVM_ADAPTERS:
         found[adapter] = {
-            "before": _jvm_cells(clone, f"jvm-{stamp}-{adapter}-before", adapter, jobs),
-            "after": _jvm_cells(ROOT, f"jvm-{stamp}-{adapter}-after", adapter, jobs),
+            "before": _jvm_cells(clone, f"jvm-{stamp}-{adapter}-before", jobs, "--adapter", adapter, *JVM_SELECTION),
+            "after": _jvm_cells(ROOT, f"jvm-{stamp}-{adapter}-after", jobs, "--adapter", adapter, *JVM_SELECTION),
         }
         _save(summary, stamp)
-    found["columns"] = {"before": _jvm_columns(clone, f"jvm-{stamp}-columns-before", jobs)}
+    found["columns"] = {"before": _jvm_cells(clone, f"jvm-{stamp}-columns-before", jobs, *adapters)}
     _save(summary, stamp)
-    found["columns"]["after"] = _jvm_columns(ROOT, f"jvm-{stamp}-columns-after", jobs)
+    found["columns"]["after"] = _jvm_cells(ROOT, f"jvm-{stamp}-columns-after", jobs, *adapters)
     return found
 
 
@@ -699,10 +686,8 @@ def _floor_before(summary: dict) -> dict | None:
     }
 
 
-def _save(summary: dict | None, stamp: str) -> None:
+def _save(summary: dict, stamp: str) -> None:
     """The summary so far, to ``.artifacts/benchmark/<stamp>/summary.json`` (whole or not at all)."""
-    if summary is None:
-        return
     target = ROOT / ".artifacts" / "benchmark" / stamp / "summary.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".part")

@@ -127,7 +127,13 @@ def _selection_flags(command: argparse.ArgumentParser) -> None:
         "--family", action="append", default=[], choices=catalog.FAMILIES, help="fault family; repeatable"
     )
     command.add_argument(
-        "--transport", action="append", default=[], choices=catalog.TRANSPORTS, help="transport; repeatable"
+        "--transport",
+        action="append",
+        default=[],
+        choices=catalog.TRANSPORTS,
+        help="transport; repeatable ("
+        + "; ".join(f"{kind.name}: {kind.framing}" for kind in catalog.TRANSPORT_KINDS.values())
+        + ")",
     )
     command.add_argument(
         "--protocol",

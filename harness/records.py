@@ -18,6 +18,12 @@ CONTRACT = 1
 """The version of the cell-file / observation contract (``docs/adapters.md``)."""
 
 
+Protocol = Literal["2025-11-25", "2026-07-28"]
+"""A protocol revision of the matrix's axis (:data:`harness.matrix.catalog.PROTOCOLS` lists them)."""
+Transport = Literal["stdio", "http-json", "http-sse"]
+"""A transport of the matrix (:data:`harness.matrix.catalog.TRANSPORT_KINDS` describes each)."""
+
+
 class ToolCall(TypedDict):
     """One call an adapter makes: a tool's name and its arguments; ``cancel_after_ms`` when the
     adapter is to cancel it that long after it started."""
@@ -55,8 +61,8 @@ class CellFile(TypedDict):
     variant: str
     options: dict[str, Any]
     case: str
-    transport: Literal["stdio", "http-json", "http-sse"]
-    protocol: Literal["2025-11-25", "2026-07-28"]
+    transport: Transport
+    protocol: Protocol
     server: ServerSpec
     calls: list[ToolCall]
     followup: ToolCall

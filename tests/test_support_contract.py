@@ -262,9 +262,8 @@ def python_with_anyio() -> str:
     adapter's environment (the SDK depends on it), prepared here when no earlier test built it."""
     if importlib.util.find_spec("anyio") is not None:
         return sys.executable
-    Checkout(Path(tempfile.mkdtemp(prefix="mcpcm-anyio-")) / "checkout", ["python-mcp"]).harness(
-        "prepare", "--adapter", "python-mcp"
-    )
+    with tempfile.TemporaryDirectory(prefix="mcpcm-anyio-") as scratch:  # the environment is the repository's
+        Checkout(Path(scratch) / "checkout", ["python-mcp"]).harness("prepare", "--adapter", "python-mcp")
     python = str(REPO / ".envs" / "python-mcp" / "bin" / "python")
     probe = subprocess.run([python, "-c", "import anyio"], capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0, f"{python} has no anyio: {probe.stderr[-2000:]}"

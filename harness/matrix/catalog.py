@@ -10,16 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.records import Protocol as Protocol  # the axis types, re-exported where the axes are
+from harness.records import Transport as Transport
+
 Family = Literal["schema", "size", "transport", "protocol"]
 Level = Literal["MUST", "SHOULD", "unspecified"]
 SchemaMode = Literal["advertised", "hidden", "none"]
-Protocol = Literal["2025-11-25", "2026-07-28"]
 
 PROTOCOLS: tuple[Protocol, ...] = ("2025-11-25", "2026-07-28")
 """The protocol axis: the revision the reference server speaks in a cell, and the one the client is
 asked for (``servers/reference/protocol.py``: the handshake era up to 2025-11-25, stateless 2026-07-28)."""
 LEGACY_PROTOCOL: Protocol = "2025-11-25"
-Transport = Literal["stdio", "http-json", "http-sse"]
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,9 @@ from typing import Any
 from harness.errors import UsageError
 from harness.layout import Layout
 from harness.matrix import catalog
-from harness.matrix.cells import Live, LiveServer
+from harness.matrix.cells import LiveServer
 
 from . import record
-from .case_files import CaseFile
 from .record import parse_command, parse_env
 
 OPEN_TIMEOUT_S = 15.0
@@ -109,7 +108,7 @@ def from_settings(described: dict[str, Any]) -> LiveServer:
 
 def live_case(case: catalog.Case, server: LiveServer) -> catalog.Case:
     """The live form of a recorded case: the user's server, one schema mode, one transport (its
-    cells' source: :func:`live_source`)."""
+    cells' source is a :class:`~harness.matrix.cells.Live`)."""
     proxy = "recording pipe" if server.url is None else "recording reverse proxy"
     return dataclasses.replace(
         case,
@@ -118,11 +117,6 @@ def live_case(case: catalog.Case, server: LiveServer) -> catalog.Case:
         schema_modes=case.schema_modes[:1],
         transports=(server.transport,),
     )
-
-
-def live_source(recorded: CaseFile, server: LiveServer) -> Live:
-    """The source of a live case's cells: the user's server, called with the recorded tool call."""
-    return Live(server, recorded.tool_call())
 
 
 def shown(described: dict[str, Any]) -> LiveServer:

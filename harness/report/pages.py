@@ -295,17 +295,12 @@ class RunView:
     """The SDK columns (the matrix page)."""
     framework_columns: list[dict[str, Any]]
     """The framework and agent host columns (the model-view page)."""
+    sdk_cells: list[dict[str, Any]]
+    """The SDK columns' cells of :attr:`shown`, each with ``err_ref`` into :attr:`errors`."""
     errors: list[dict[str, Any]]
-    """The SDK cells' distinct errors, each SDK cell's ``err_ref`` pointing into them (:func:`overview.error_index`)."""
-
-    @property
-    def header(self) -> dict[str, Any]:
-        """What every page's header shows."""
-        return {
-            "meta": self.meta,
-            "conformance": self.conformance,
-            "header": formatting.run_header(self.meta, self.conformance),
-        }
+    """The SDK cells' distinct errors (:func:`overview.error_index`)."""
+    changed_in: list[sweep.Family]
+    """A version sweep's changes by family (:func:`sweep.families`; empty when the run is no sweep)."""
 
 
 def _view(run: RunStore, conformance: dict[str, Any] | None) -> RunView:
@@ -319,7 +314,13 @@ def _view(run: RunStore, conformance: dict[str, Any] | None) -> RunView:
     every_column = _columns(frame, meta)
     plain = formatting.plain_records(frame)
     env = environment()
-    env.globals["provenance"] = formatting.provenance(frame)
+    # what every page's header shows, computed once for the run's pages
+    env.globals.update(
+        meta=meta,
+        conformance=conformance,
+        header=formatting.run_header(meta, conformance),
+        provenance=formatting.provenance(frame),
+    )
     shown = [_shown(row) for row in plain]
     columns = [column for column in every_column if column["kind"] not in MODEL_VIEW_KINDS]
     sdk_cells = [cell for cell in shown if cell["kind"] not in MODEL_VIEW_KINDS]
@@ -341,19 +342,19 @@ def _view(run: RunStore, conformance: dict[str, Any] | None) -> RunView:
         every_column=every_column,
         columns=columns,
         framework_columns=[column for column in every_column if column["kind"] in MODEL_VIEW_KINDS],
+        sdk_cells=sdk_cells,
         errors=errors,
+        changed_in=sweep.families(frame, meta),
     )
 
 
 def _matrix_page(view: RunView, staging: Path) -> None:
     """``index.html``: the SDK columns' matrix, with the overview, the outcome counts, the boundary table."""
     sdk_frame = view.frame[~view.frame["kind"].isin(MODEL_VIEW_KINDS)]
-    sdk_cells = [cell for cell in view.shown if cell["kind"] not in MODEL_VIEW_KINDS]
-    rows = _rows(sdk_cells, view.columns, view.cases)
+    rows = _rows(view.sdk_cells, view.columns, view.cases)
     boundary_results = boundary.load(view.run)
     (staging / "index.html").write_text(
         view.env.get_template("index.html.j2").render(
-            **view.header,
             columns=view.columns,
             rows=rows,
             families=[f for f in catalog.FAMILIES if f in set(sdk_frame["family"])],
@@ -370,7 +371,7 @@ def _matrix_page(view: RunView, staging: Path) -> None:
             kinds=boundary.KINDS,
             frameworks=len(view.framework_columns),
             recorded=[(recorded_case.href(f), f) for f in view.recorded],
-            sweep=sweep.families(view.frame, view.meta),
+            sweep=view.changed_in,
         ),
         encoding="utf-8",
     )
@@ -378,9 +379,8 @@ def _matrix_page(view: RunView, staging: Path) -> None:
 
 def _versions_page(view: RunView, staging: Path) -> None:
     """``versions.html``, for a version sweep: the release at which a column's behaviour changed."""
-    families = sweep.families(view.frame, view.meta)
-    if families:
-        page = view.env.get_template("versions.html.j2").render(**view.header, families=families)
+    if view.changed_in:
+        page = view.env.get_template("versions.html.j2").render(families=view.changed_in)
         (staging / sweep.PAGE).write_text(page, encoding="utf-8")
 
 
@@ -391,9 +391,7 @@ def _recorded_pages(view: RunView, staging: Path) -> None:
     for case_file in view.recorded:
         rows = [row for row in view.shown if row["case"] == case_file.case_id]
         (staging / recorded_case.href(case_file)).write_text(
-            template.render(
-                **view.header, live=view.live, **recorded_case.page(case_file, rows, view.every_column, probed)
-            ),
+            template.render(live=view.live, **recorded_case.page(case_file, rows, view.every_column, probed)),
             encoding="utf-8",
         )
 
@@ -404,7 +402,6 @@ def _model_view_page(view: RunView, staging: Path) -> None:
     framework_cells = [cell for cell in view.shown if cell["kind"] in MODEL_VIEW_KINDS]
     (staging / "model-view.html").write_text(
         view.env.get_template("model-view.html.j2").render(
-            **view.header,
             columns=view.framework_columns,
             rows=_rows(framework_cells, view.framework_columns, view.cases),
             total=len(framework_frame),
@@ -426,7 +423,6 @@ def _cell_pages(view: RunView, staging: Path) -> None:
         files = view.run.cell_files(row["key"])
         (staging / "cells" / f"{row['key']}.html").write_text(
             template.render(
-                **view.header,
                 row=row,
                 case=by_id[row["case"]],
                 record=record,

@@ -88,7 +88,7 @@ class Request:
     def sources(self) -> dict[str, cells.CaseSource]:
         """Each recorded case's source by its id: the user's server (live) or its case file replayed."""
         if self.live is not None:
-            return {f.case_id: live.live_source(f, self.live) for f in self.case_files}
+            return {f.case_id: cells.Live(self.live, f.tool_call()) for f in self.case_files}
         return {f.case_id: f.source() for f in self.case_files}
 
 
